@@ -1,0 +1,144 @@
+"""Every setting of the project, one plain assignment each, with a comment that says what it does.
+
+train.py, generate.py and talk.py read these values. Any of them can be overridden on the command
+line as `--name value` (`python train.py --epochs 2`); `python train.py --help` lists them all.
+On import this file checks that its values agree with each other and says which one is wrong.
+"""
+
+import argparse
+import re
+import sys
+import types
+from pathlib import Path
+
+# --- the model (vocab_size is not here: it comes from the tokenizer) ---
+context_len = 32  # rows of the position table: the longest sequence the model can read
+emb_dim = 32  # width of every token vector (d, or C, in the equations)
+num_heads = 2  # attention heads per block
+head_dim = 16  # width of one head; num_heads * head_dim must equal emb_dim
+num_layers = 2  # transformer blocks
+ff_dim = 128  # hidden width of each block's MLP
+ln_eps = 1e-5  # added to the variance in every layer norm, so no division by zero
+dtype = "float32"  # compute dtype of training: float32 (fast) or float64 (what the gradient checks use)
+
+# --- the data ---
+corpus_path = "data/corpus.csv"  # a CSV (or .txt, one row per line); falls back to data/sample.csv when absent
+corpus_column = "text"  # the CSV column that holds the text
+max_rows = 2000  # keep only the first max_rows rows of the corpus
+num_merges = 500  # BPE merges learned on top of the corpus's characters
+val_fraction = 0.1  # share of the rows held out for validation
+seq_len = 16  # tokens in one training window, and the generation window
+stride = 1  # tokens between the starts of two consecutive windows
+
+# --- training ---
+batch_size = 16  # windows per optimizer step
+epochs = 20  # passes over the training windows
+seed = 42  # seeds the initial weights, the split, the order of the windows and the samples
+lr_max = 1e-3  # learning rate at the end of warmup
+lr_min = 1e-4  # learning rate at the last step, where the cosine ends
+warmup_steps = 50  # steps of linear warmup from 0 to lr_max
+beta1 = 0.9  # Adam's decay of the running mean of gradients
+beta2 = 0.999  # Adam's decay of the running mean of squared gradients
+adam_eps = 1e-8  # added to Adam's denominator
+weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
+grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
+checkpoint_dir = "checkpoints"  # where training writes the model and generation reads it
+
+# --- generation ---
+max_new_tokens = 50  # tokens generated for each prompt
+temperature = 0.8  # divides the logits before sampling; 0 means always take the most likely token
+top_k = 0  # keep only the k most likely tokens; 0 turns this filter off
+top_p = 0.9  # keep the smallest set of most likely tokens whose probability reaches top_p
+
+
+class SettingError(ValueError):
+    """A setting has a value that cannot work; the message names it and says what is accepted."""
+
+
+def defaults():
+    """Every setting of this file with its value, in the order written above."""
+    return {name: value for name, value in globals().items()
+            if not name.startswith("_") and type(value) in (int, float, str)}
+
+
+def comments():
+    """The comment written beside each setting in this file, for --help."""
+    assignment = re.compile(r"^(\w+) = .*?  # (.*)$")
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return {m[1]: m[2] for m in map(assignment.match, lines) if m}
+
+
+def check(s):
+    """Raise SettingError naming the first setting that cannot work. s: a namespace of settings."""
+    positive = ["context_len", "emb_dim", "num_heads", "head_dim", "num_layers", "ff_dim", "ln_eps",
+                "max_rows", "seq_len", "stride", "batch_size", "epochs", "lr_max", "adam_eps",
+                "grad_clip", "max_new_tokens"]
+    for name in positive:
+        if not getattr(s, name) > 0:
+            raise SettingError(f"{name} must be positive, got {getattr(s, name)}")
+    rules = [
+        (s.num_heads * s.head_dim == s.emb_dim,
+         f"num_heads * head_dim must equal emb_dim, got {s.num_heads} * {s.head_dim} != {s.emb_dim}"),
+        (s.seq_len <= s.context_len,
+         f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
+        (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
+        (s.num_merges >= 0, f"num_merges must be 0 or more, got {s.num_merges}"),
+        (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
+        (s.warmup_steps >= 0, f"warmup_steps must be 0 or more, got {s.warmup_steps}"),
+        (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
+        (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
+        (s.weight_decay >= 0, f"weight_decay must be 0 or more, got {s.weight_decay}"),
+        (s.temperature >= 0, f"temperature must be 0 or more, got {s.temperature}"),
+        (s.top_k >= 0, f"top_k must be 0 (off) or more, got {s.top_k}"),
+        (0 < s.top_p <= 1, f"top_p must be in (0, 1], got {s.top_p}"),
+        (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
+    ]
+    for holds, message in rules:
+        if not holds:
+            raise SettingError(message)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and exit status 2, without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def parser(description):
+    """A command-line parser with one `--name value` option per setting, typed by its default."""
+    p = _OneLineParser(description=description, allow_abbrev=False,
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    group = p.add_argument_group("settings (defaults from config.py)")
+    notes = comments()
+    for name, value in defaults().items():
+        group.add_argument(f"--{name}", type=type(value), default=value, metavar=type(value).__name__.upper(),
+                           help=notes.get(name, ""))
+    return p
+
+
+def settings(args):
+    """The checked settings from parsed arguments: a namespace with every setting of this file."""
+    s = types.SimpleNamespace(**{name: getattr(args, name) for name in defaults()})
+    check(s)
+    return s
+
+
+def run(main):
+    """Run a script's main(); bad input from a person becomes one line on stderr and exit status 2.
+
+    Bad input surfaces as ValueError (settings, corpus, tokenizer, checkpoint) or OSError (files).
+    Anything else is a bug and keeps its traceback.
+    """
+    try:
+        return main()
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+try:
+    check(types.SimpleNamespace(**defaults()))
+except SettingError as _err:
+    print(f"config.py: {_err}", file=sys.stderr)
+    raise SystemExit(2) from None
