@@ -1,0 +1,377 @@
+"""A GPT in NumPy: the parameters, each layer as a forward/backward pair, the model and its loss.
+
+Shape letters used in the signature comments:
+    B   sequences in a batch            T   tokens in a sequence (at most context_len)
+    C   emb_dim, the width of a token vector (d on the embeddings page)
+    nh  num_heads                       hs  head_dim = C // nh
+    F   ff_dim, the MLP's hidden width  V   vocab_size
+    L   num_layers                      N   B * T, rows once a batch is flattened
+    P   the number of parameters, all tensors together
+
+Every layer is a `*_forward` returning (output, cache) and a `*_backward` right below it taking
+(dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
+Inputs of shape (T,) or (B, T) both work; a single sequence is treated as a batch of one.
+The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int  # V: rows of the token table and width of the logits; set by the tokenizer
+    context_len: int  # Tmax: rows of the position table, the longest sequence the model reads
+    emb_dim: int  # C: width of every token vector in the residual stream
+    num_heads: int  # nh: attention heads per block; each has emb_dim // num_heads dimensions
+    num_layers: int  # L: transformer blocks
+    ff_dim: int  # F: hidden width of each block's MLP
+    ln_eps: float  # added to the variance in every layer norm
+
+    def __post_init__(self):
+        for name in ("vocab_size", "context_len", "emb_dim", "num_heads", "num_layers", "ff_dim"):
+            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) > 0):
+                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.emb_dim % self.num_heads:
+            raise ValueError(f"emb_dim ({self.emb_dim}) must be divisible by num_heads ({self.num_heads})")
+        if not self.ln_eps > 0:
+            raise ValueError(f"ln_eps must be positive, got {self.ln_eps}")
+
+    @property
+    def head_dim(self):
+        return self.emb_dim // self.num_heads
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters: a flat dict of named tensors, all of them views into one contiguous buffer, so the
+# optimizer and the gradient clipping can treat the whole model as a single vector.
+
+BLOCK_KEYS = ("ln1_gain", "ln1_shift", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo",
+              "ln2_gain", "ln2_shift", "W1", "b1", "W2", "b2")
+
+
+def param_shapes(cfg):
+    """Name -> shape of every parameter, in the canonical order that checkpoints keep."""
+    V, Tmax, C, F = cfg.vocab_size, cfg.context_len, cfg.emb_dim, cfg.ff_dim
+    shapes = {"tok_emb": (V, C), "pos_emb": (Tmax, C)}
+    block = {"ln1_gain": (C,), "ln1_shift": (C,), "Wq": (C, C), "bq": (C,), "Wk": (C, C), "bk": (C,),
+             "Wv": (C, C), "bv": (C,), "Wo": (C, C), "bo": (C,), "ln2_gain": (C,), "ln2_shift": (C,),
+             "W1": (C, F), "b1": (F,), "W2": (F, C), "b2": (C,)}
+    for layer in range(cfg.num_layers):
+        shapes.update({f"block{layer}.{key}": block[key] for key in BLOCK_KEYS})
+    shapes.update({"lnf_gain": (C,), "lnf_shift": (C,), "W_out": (C, V), "b_out": (V,)})
+    return shapes
+
+
+def pack(tensors, dtype=None):
+    """Copy a dict of arrays into one new flat buffer; return a dict of views into it, same order.
+
+    Example: pack({"a": np.ones((2, 2)), "b": np.zeros(3)}) -> views of one buffer of 7 numbers
+    """
+    dtype = dtype or np.result_type(*tensors.values())
+    flat = np.empty(sum(np.size(t) for t in tensors.values()), dtype=dtype)
+    views, offset = {}, 0
+    for name, tensor in tensors.items():
+        views[name] = flat[offset: offset + np.size(tensor)].reshape(np.shape(tensor))
+        views[name][...] = tensor
+        offset += np.size(tensor)
+    return views
+
+
+def flat_buffer(tensors):
+    """The one 1-D buffer that every tensor of a packed dict is a view of, in order."""
+    flat = next(iter(tensors.values())).base
+    assert flat is not None and all(t.base is flat for t in tensors.values()), \
+        "these tensors do not share one buffer: make them with init_params, zeros_like or pack"
+    assert flat.size == sum(t.size for t in tensors.values()), "the buffer holds more than these tensors"
+    return flat
+
+
+def zeros_like(tensors):
+    """A packed dict of zeros with the keys, order, shapes and dtype of `tensors`."""
+    return pack({name: np.zeros(t.shape, t.dtype) for name, t in tensors.items()})
+
+
+def xavier_uniform(n_in, n_out, rng):
+    """An (n_in, n_out) matrix drawn from U(-a, a), a = sqrt(6 / (n_in + n_out)), in float64."""
+    a = math.sqrt(6.0 / (n_in + n_out))
+    return rng.uniform(-a, a, size=(n_in, n_out))
+
+
+def init_params(cfg, rng, dtype=np.float64):
+    """Fresh parameters: Xavier uniform matrices (both tables too), LN gains 1, everything else 0.
+
+    The draws are made in float64 in the canonical order, then cast, so a float32 model is exactly
+    the float64 model of the same seed rounded to float32.
+    """
+    params = {}
+    for name, shape in param_shapes(cfg).items():
+        if len(shape) == 2:
+            params[name] = xavier_uniform(*shape, rng)
+        elif name.endswith("_gain"):
+            params[name] = np.ones(shape)
+        else:
+            params[name] = np.zeros(shape)
+    return pack(params, dtype)
+
+
+def block_params(tensors, layer):
+    """The tensors of one block under their short names: {"Wq": tensors["block0.Wq"], ...}."""
+    return {key: tensors[f"block{layer}.{key}"] for key in BLOCK_KEYS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings: the first step of forward and the last of the backward pass.
+
+def embed_forward(params, ids):  # (..., T) ints -> (..., T, C)
+    return params["tok_emb"][ids] + params["pos_emb"][: ids.shape[-1]]
+
+
+def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
+    np.add.at(grads["tok_emb"], ids, dX0)  # grads["tok_emb"][ids[t]] += dX0[t], once for every t
+    T, C = dX0.shape[-2:]
+    grads["pos_emb"][:T] += dX0.reshape(-1, T, C).sum(axis=0)  # rows from T on keep a gradient of 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear layer: y = x W + b, with W stored (n_in, n_out).
+
+def linear_forward(x, W, b):  # (..., n_in), (n_in, n_out), (n_out,) -> (..., n_out)
+    return x @ W + b, (x, W)
+
+
+def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n_out), db (n_out,)
+    x, W = cache
+    n_in, n_out = W.shape
+    dout_rows = dout.reshape(-1, n_out)
+    dW = x.reshape(-1, n_in).T @ dout_rows  # dL/dW_ij = sum over rows of x_i * dout_j
+    db = dout_rows.sum(axis=0)
+    return dout @ W.T, dW, db
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer normalization over the last axis: y = (x - mean) / sqrt(var + eps) * gain + shift.
+
+def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = np.mean(centred * centred, axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(variance + eps)  # (..., 1)
+    xhat = centred * rstd
+    return xhat * gain + shift, (xhat, rstd, gain)
+
+
+def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)
+    xhat, rstd, gain = cache
+    C = xhat.shape[-1]
+    dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
+    dshift = dout.reshape(-1, C).sum(axis=0)
+    dxhat = dout * gain
+    # xhat depends on x directly and through the mean and the variance; the two means below are
+    # those two paths: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+    dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
+    dx -= xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True)
+    dx *= rstd
+    return dx, dgain, dshift
+
+
+# ---------------------------------------------------------------------------------------------
+# Causal multi-head self-attention.
+
+def causal_mask(T, dtype):  # -> (T, T): 0 where position t may see position s (s <= t), -inf above
+    return np.triu(np.full((T, T), -np.inf, dtype=dtype), k=1)
+
+
+def attention_forward(x, p, num_heads):  # (B, T, C), block params -> (B, T, C)
+    B, T, C = x.shape
+    hs = C // num_heads
+    # Q, K, V = x Wq + bq, x Wk + bk, x Wv + bv, as one product with the three matrices side by side
+    W_qkv = np.concatenate([p["Wq"], p["Wk"], p["Wv"]], axis=1)  # (C, 3C)
+    b_qkv = np.concatenate([p["bq"], p["bk"], p["bv"]])
+    qkv, qkv_cache = linear_forward(x, W_qkv, b_qkv)  # (B, T, 3C)
+    q, k, v = qkv.reshape(B, T, 3, num_heads, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
+    scores = q @ k.swapaxes(-1, -2)  # (B, nh, T, T)
+    scores *= 1.0 / math.sqrt(hs)
+    scores += causal_mask(T, x.dtype)  # position t sees positions 0..t only
+    attn = softmax(scores)  # (B, nh, T, T), each row sums to 1
+    heads = attn @ v  # (B, nh, T, hs)
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, nh, T, hs) -> (B, T, C)
+    out, out_cache = linear_forward(merged, p["Wo"], p["bo"])
+    return out, (qkv_cache, q, k, v, attn, out_cache)
+
+
+def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
+    qkv_cache, q, k, v, attn, out_cache = cache
+    B, nh, T, hs = q.shape
+    dmerged, dWo, dbo = linear_backward(dout, out_cache)
+    dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
+    # heads = attn @ v
+    dattn = dheads @ v.swapaxes(-1, -2)  # (B, nh, T, T)
+    dv = attn.swapaxes(-1, -2) @ dheads  # (B, nh, T, hs)
+    dscores = softmax_backward(dattn, attn)  # masked entries have attn = 0, so they get 0 here
+    dscores *= 1.0 / math.sqrt(hs)
+    # scores = q @ k^T
+    dq = dscores @ k
+    dk = dscores.swapaxes(-1, -2) @ q
+    dqkv = np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(B, T, 3 * nh * hs)  # -> (B, T, 3C)
+    dx, dW_qkv, db_qkv = linear_backward(dqkv, qkv_cache)
+    dWq, dWk, dWv = np.split(dW_qkv, 3, axis=1)
+    dbq, dbk, dbv = np.split(db_qkv, 3)
+    return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
+
+
+def softmax(x):  # (..., n) -> (..., n), over the last axis; overwrites x
+    x -= x.max(axis=-1, keepdims=True)  # exp of the largest entry is 1: no overflow
+    np.exp(x, out=x)
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
+
+
+def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
+    # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
+    return probs * (dout - np.sum(dout * probs, axis=-1, keepdims=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# GELU, tanh approximation: y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+
+GELU_SCALE = math.sqrt(2.0 / math.pi)
+GELU_CUBIC = 0.044715
+
+
+def gelu_forward(x):  # (...) -> (...)
+    tanh_u = np.tanh(GELU_SCALE * (x + GELU_CUBIC * x * x * x))
+    return 0.5 * x * (1.0 + tanh_u), (x, tanh_u)
+
+
+def gelu_backward(dout, cache):  # (...) -> (...)
+    x, tanh_u = cache
+    # dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,  du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+    du_dx = GELU_SCALE * (1.0 + 3.0 * GELU_CUBIC * x * x)
+    return dout * (0.5 * (1.0 + tanh_u) + 0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx)
+
+
+# ---------------------------------------------------------------------------------------------
+# The MLP: GELU(x W1 + b1) W2 + b2.
+
+def mlp_forward(x, p):  # (B, T, C), block params -> (B, T, C)
+    hidden, fc_cache = linear_forward(x, p["W1"], p["b1"])  # (B, T, F)
+    activated, gelu_cache = gelu_forward(hidden)
+    out, proj_cache = linear_forward(activated, p["W2"], p["b2"])  # (B, T, C)
+    return out, (fc_cache, gelu_cache, proj_cache)
+
+
+def mlp_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
+    fc_cache, gelu_cache, proj_cache = cache
+    dactivated, dW2, db2 = linear_backward(dout, proj_cache)
+    dhidden = gelu_backward(dactivated, gelu_cache)
+    dx, dW1, db1 = linear_backward(dhidden, fc_cache)
+    return dx, {"W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
+
+
+# ---------------------------------------------------------------------------------------------
+# One pre-LN block: X = X + attention(LN1(X)); X = X + MLP(LN2(X)).
+
+def block_forward(x, p, cfg):  # (B, T, C), block params -> (B, T, C)
+    h1, ln1_cache = layernorm_forward(x, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
+    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+    x = x + attended
+    h2, ln2_cache = layernorm_forward(x, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+    fed, mlp_cache = mlp_forward(h2, p)
+    return x + fed, (ln1_cache, attn_cache, ln2_cache, mlp_cache)
+
+
+def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: gradient}
+    ln1_cache, attn_cache, ln2_cache, mlp_cache = cache
+    # out = x_mid + MLP(LN2(x_mid)): the residual hands dout to x_mid unchanged, the branch adds to it
+    dh2, grads = mlp_backward(dout, mlp_cache)
+    dx_mid, grads["ln2_gain"], grads["ln2_shift"] = layernorm_backward(dh2, ln2_cache)
+    dx_mid += dout
+    # x_mid = x + attention(LN1(x)): the same again
+    dh1, attn_grads = attention_backward(dx_mid, attn_cache)
+    grads.update(attn_grads)
+    dx, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, ln1_cache)
+    dx += dx_mid
+    return dx, grads
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax and cross-entropy, fused: the gradient on the logits is (probs - onehot) / N.
+
+def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    sum_exp = exp.sum(axis=-1)
+    rows = np.arange(len(targets))
+    # -log softmax(logits)[target] = log(sum_j exp(shifted_j)) - shifted[target]
+    loss = np.mean(np.log(sum_exp) - shifted[rows, targets])
+    probs = exp / sum_exp[:, None]
+    return float(loss), (probs, targets)
+
+
+def cross_entropy_backward(cache):  # -> dlogits (N, V)
+    probs, targets = cache
+    dlogits = probs.copy()
+    dlogits[np.arange(len(targets)), targets] -= 1.0  # probs - onehot
+    dlogits /= len(targets)  # the loss is a mean over N positions
+    return dlogits
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole model.
+
+def check_ids(ids, cfg, what="ids"):
+    """Raise ValueError, saying what to change, unless ids is a (T,) or (B, T) array of valid ids."""
+    if ids.ndim not in (1, 2):
+        raise ValueError(f"{what} must have shape (T,) or (B, T), got {ids.shape}")
+    if ids.shape[-1] == 0 or ids.size == 0:
+        raise ValueError(f"{what} is empty: give at least one token")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"{what} must be integers, got dtype {ids.dtype}")
+    if ids.shape[-1] > cfg.context_len:
+        raise ValueError(f"cannot forward a sequence of length {ids.shape[-1]}: context_len is only "
+                         f"{cfg.context_len}; use the last {cfg.context_len} tokens or a larger context_len")
+    low, high = ids.min(), ids.max()
+    if low < 0 or high >= cfg.vocab_size:
+        bad = low if low < 0 else high
+        raise ValueError(f"{what} holds {bad}, outside the vocabulary [0, {cfg.vocab_size})")
+
+
+def forward(params, ids, cfg):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
+    ids = np.asarray(ids)
+    check_ids(ids, cfg)
+    batch = ids.reshape(-1, ids.shape[-1])  # (T,) -> (1, T): one code path for both
+    X = embed_forward(params, batch)  # (B, T, C)
+    block_caches = []
+    for layer in range(cfg.num_layers):
+        X, block_cache = block_forward(X, block_params(params, layer), cfg)
+        block_caches.append(block_cache)
+    Xf, lnf_cache = layernorm_forward(X, params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)
+    logits, head_cache = linear_forward(Xf, params["W_out"], params["b_out"])  # (B, T, V)
+    cache = (batch, block_caches, lnf_cache, head_cache)
+    return logits.reshape(*ids.shape, cfg.vocab_size), cache
+
+
+def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets -> loss, grads
+    """The mean cross-entropy over every position, and its gradient for every parameter.
+
+    grads has the keys, order, shapes and dtype of params, packed in one buffer.
+    """
+    ids, targets = np.asarray(ids), np.asarray(targets)
+    if targets.shape != ids.shape:
+        raise ValueError(f"targets must have the shape of ids, got {targets.shape} and {ids.shape}")
+    check_ids(targets, cfg, what="targets")
+    logits, (batch, block_caches, lnf_cache, head_cache) = forward(params, ids, cfg)
+    loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), targets.reshape(-1))
+
+    grads = zeros_like(params)
+    dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
+    dXf, grads["W_out"][...], grads["b_out"][...] = linear_backward(dlogits, head_cache)
+    dX, grads["lnf_gain"][...], grads["lnf_shift"][...] = layernorm_backward(dXf, lnf_cache)
+    for layer in reversed(range(cfg.num_layers)):
+        dX, block_grads = block_backward(dX, block_caches[layer])
+        for key, grad in block_params(grads, layer).items():
+            grad[...] = block_grads[key]
+    embed_backward(dX, batch, grads)
+    return loss, grads
