@@ -1,0 +1,108 @@
+"""AdamW, gradient clipping and the learning-rate schedule."""
+
+import numpy as np
+import pytest
+
+from optim import Adam, clip_grad_norm, lr_schedule
+from transformer import flat_buffer, loss_and_grads, pack, zeros_like
+
+
+def test_schedule_warms_up_linearly_from_zero_to_lr_max():
+    lrs = [lr_schedule(s, 1000, 1e-3, 1e-4, 50) for s in range(1, 51)]
+    assert np.allclose(lrs, 1e-3 * np.arange(1, 51) / 50, rtol=0, atol=1e-18)  # a line through 0
+    assert lrs[-1] == 1e-3
+    assert lr_schedule(25, 1000, 1e-3, 1e-4, 50) == 5e-4
+
+
+def test_schedule_decays_monotonically_to_lr_min_at_the_last_step():
+    lrs = [lr_schedule(s, 1000, 1e-3, 1e-4, 50) for s in range(50, 1001)]
+    assert max(lrs) == 1e-3 and lrs[0] == 1e-3
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+    assert lrs[-1] == pytest.approx(1e-4, abs=1e-18)
+    # half way through the cosine, the rate is half way between the two
+    assert lr_schedule(525, 1000, 1e-3, 1e-4, 50) == pytest.approx(5.5e-4, rel=1e-12)
+
+
+def test_schedule_shorter_than_warmup_still_ends_at_lr_min():
+    assert lr_schedule(10, 10, 1e-3, 1e-4, 50) == pytest.approx(1e-4)
+    assert lr_schedule(1, 10, 1e-3, 1e-4, 50) == pytest.approx(1e-3 / 9)
+
+
+def test_clip_scales_to_max_norm_when_larger():
+    grads = pack({"a": np.array([3.0]), "b": np.array([[4.0]])})  # global norm 5
+    assert clip_grad_norm(grads, 1.0) == 5.0
+    assert np.allclose(flat_buffer(grads), [0.6, 0.8], rtol=0, atol=1e-15)
+    assert np.isclose(np.linalg.norm(flat_buffer(grads)), 1.0, rtol=0, atol=1e-15)
+
+
+def test_clip_leaves_small_gradients_untouched():
+    grads = pack({"a": np.array([0.3]), "b": np.array([[0.4]])})
+    assert clip_grad_norm(grads, 1.0) == pytest.approx(0.5)
+    assert np.array_equal(flat_buffer(grads), [0.3, 0.4])
+
+
+def one_step(params, grads, weight_decay):
+    opt = Adam(params, weight_decay=weight_decay)
+    opt.step(params, grads, lr=1e-2)
+
+
+def test_adamw_decays_unused_pos_rows_only_with_weight_decay(tiny_cfg, tiny_params, tiny_batch):
+    # the embeddings page's table: T = 5 on a table of 8 rows
+    _, grads = loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    gradient_rows = np.any(grads["pos_emb"] != 0, axis=1)
+    assert list(gradient_rows) == [True] * 5 + [False] * 3
+    for weight_decay, rows_that_change in [(0.0, [True] * 5 + [False] * 3), (0.01, [True] * 8)]:
+        params = pack(tiny_params)
+        one_step(params, grads, weight_decay)
+        changed = np.any(params["pos_emb"] != tiny_params["pos_emb"], axis=1)
+        assert list(changed) == rows_that_change, weight_decay
+
+
+def test_adamw_does_not_move_a_bias_with_zero_gradient(tiny_cfg, tiny_params, tiny_batch):
+    _, grads = loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    grads["block1.b2"][...] = 0.0
+    params = pack(tiny_params)
+    one_step(params, grads, weight_decay=0.5)
+    assert np.array_equal(params["block1.b2"], tiny_params["block1.b2"])  # no decay on a vector
+    assert not np.array_equal(params["block1.W2"], tiny_params["block1.W2"])
+
+
+def test_first_adam_step_moves_each_entry_by_lr_times_sign_of_gradient():
+    # after one step m_hat = g and v_hat = g^2, so the update is lr * g / (|g| + eps)
+    params = pack({"b": np.array([1.0, 1.0, 1.0])})
+    grads = pack({"b": np.array([0.5, -2.0, 0.0])})
+    Adam(params, weight_decay=0.0).step(params, grads, lr=0.1)
+    assert np.allclose(params["b"], [0.9, 1.1, 1.0], rtol=0, atol=1e-8)  # eps shifts it by ~2e-9
+
+
+def test_adamw_matches_torch_over_several_steps(tiny_cfg, tiny_params, tiny_batch):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch==2.13.0")
+    import torch_gpt
+    params = pack(tiny_params)
+    tparams = torch_gpt.to_torch(params)
+    opt = Adam(params, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1)
+    t_opt = torch_gpt.adamw(tparams, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    rng = np.random.default_rng(2)
+    for step, lr in enumerate([1e-2, 5e-3, 2e-2, 1e-3, 1e-2]):
+        grads = zeros_like(params)
+        flat_buffer(grads)[...] = rng.normal(size=flat_buffer(grads).size)
+        grads["block0.b1"][...] = 0.0  # a vector with no gradient at all: no decay may reach it
+        for name, t in tparams.items():
+            t.grad = torch.tensor(grads[name])
+        for group in t_opt.param_groups:
+            group["lr"] = lr
+        opt.step(params, grads, lr)
+        t_opt.step()
+        for name, t in tparams.items():
+            assert np.max(np.abs(params[name] - t.detach().numpy())) < 1e-12, (step, name)
+
+
+def test_state_round_trip(tiny_params):
+    params = pack(tiny_params)
+    grads = zeros_like(params)
+    flat_buffer(grads)[...] = 0.1
+    opt = Adam(params)
+    opt.step(params, grads, 1e-3)
+    other = Adam(params)
+    other.load_state({k: np.copy(v) for k, v in opt.state().items()})
+    assert other.t == 1 and np.array_equal(other.m, opt.m) and np.array_equal(other.v, opt.v)
