@@ -90,7 +90,8 @@ class BPETokenizer:
         """
         for i in ids:
             if not 0 <= i < self.vocab_size:
-                raise ValueError(f"token id {i} is outside the vocabulary, whose ids run from 0 to {self.vocab_size - 1}")
+                raise ValueError(f"token id {i} is outside the vocabulary, "
+                                 f"whose ids run from 0 to {self.vocab_size - 1}")
         return "".join(self._pieces[i] for i in ids)
 
     def save(self, path):
@@ -111,7 +112,8 @@ class BPETokenizer:
         except FileNotFoundError:
             raise FileNotFoundError(f"there is no tokenizer file at {path}; {RETRAIN}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; {RETRAIN}") from None
+            raise ValueError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; "
+                             f"{RETRAIN}") from None
         problem = _file_problem(data)
         if problem:
             raise ValueError(f"{path} {problem}; {RETRAIN}")
@@ -151,7 +153,8 @@ class BPETokenizer:
         tokens = list(ids)
         after = list(range(1, len(tokens))) + [-1]
         before = list(range(-1, len(tokens) - 1))
-        heap = [(self._rank[pair], at) for at, pair in enumerate(zip(tokens, tokens[1:])) if pair in self._rank]
+        pairs = enumerate(zip(tokens, tokens[1:]))
+        heap = [(self._rank[pair], at) for at, pair in pairs if pair in self._rank]
         heapq.heapify(heap)
         while heap:
             rank, at = heapq.heappop(heap)
@@ -262,7 +265,8 @@ def _write_atomically(path, text):
 def _file_problem(data):
     """Say what is wrong with the contents of a tokenizer file, or None if nothing is.
 
-    Example: data={"format": "numpy-gpt-bpe", "version": 2} -> "has version 2, but this code reads version 1"
+    Example: data={"format": "numpy-gpt-bpe", "version": 2}
+             -> "has version 2, but this code reads version 1"
     """
     if not isinstance(data, dict):
         return "holds JSON that is not an object, so it is not a saved tokenizer"
@@ -270,13 +274,15 @@ def _file_problem(data):
         return f"is not a tokenizer of this project (its format is {data.get('format')!r}, not {FORMAT!r})"
     if type(data.get("version")) is not int or data["version"] != VERSION:
         return f"has version {data.get('version')!r}, but this code reads version {VERSION}"
-    return _alphabet_problem(data.get("alphabet")) or _merges_problem(data.get("merges"), data["alphabet"])
+    alphabet, merges = data.get("alphabet"), data.get("merges")
+    return _alphabet_problem(alphabet) or _merges_problem(merges, len(alphabet))
 
 
 def _alphabet_problem(alphabet):
     """Say what is wrong with a loaded alphabet, or None if nothing is.
 
-    Example: alphabet=["b", "a"] -> "has an alphabet that is not sorted ... ('a' after 'b')"
+    Example: alphabet=["b", "a"]
+             -> "has an alphabet that is not sorted by code point without repeats ('a' after 'b')"
     """
     if not isinstance(alphabet, list):
         return "has no alphabet list"
@@ -285,21 +291,22 @@ def _alphabet_problem(alphabet):
             return f"has alphabet entry {i} = {char!r}, which is not a single character"
     for before, char in zip(alphabet, alphabet[1:]):
         if not before < char:
-            return f"has an alphabet that is not sorted by code point without repeats ({char!r} after {before!r})"
+            return (f"has an alphabet that is not sorted by code point without repeats "
+                    f"({char!r} after {before!r})")
     return None
 
 
-def _merges_problem(merges, alphabet):
-    """Say what is wrong with loaded merges, or None if nothing is; merge i may use ids
-    below len(alphabet) + i only, those defined before it.
+def _merges_problem(merges, alphabet_size):
+    """Say what is wrong with loaded merges, or None if nothing is; merge i may use only the
+    ids defined before it, those below alphabet_size + i.
 
-    Example: merges=[[0, 5]], alphabet=["a", "b"] -> "has merge 0 = [0, 5], but merge 0 may only use ids 0 to 1"
+    Example: merges=[[0, 5]], alphabet_size=2 -> "has merge 0 = [0, 5], but merge 0 may only use ids 0 to 1"
     """
     if not isinstance(merges, list):
         return "has no merges list"
     seen = set()
     for i, merge in enumerate(merges):
-        defined = len(alphabet) + i
+        defined = alphabet_size + i
         if not (isinstance(merge, list) and len(merge) == 2 and all(type(x) is int for x in merge)):
             return f"has merge {i} = {merge!r}, which is not a pair of token ids"
         if not all(0 <= x < defined for x in merge):
