@@ -1,0 +1,317 @@
+"""Character-level byte-pair encoding (BPE): train, encode, decode, save, load.
+
+The alphabet is every distinct character of the training rows, sorted by code point, with
+ids 0..A-1. Training then merges the most frequent adjacent pair of tokens into a new token,
+again and again; merge i makes id A + i. A pair never spans two rows, but it may span a space:
+rows are not split into words, so a token such as "e t" can be learned.
+
+Merging a pair rewrites a row left to right, so with pair (a, a) the row "aaa" becomes
+["aa", "a"]. Training and encoding both follow this rule, which is why encoding a training
+row gives exactly the tokens training ended with for it.
+"""
+import heapq
+import json
+import os
+import tempfile
+from collections import Counter
+
+FORMAT = "numpy-gpt-bpe"
+VERSION = 1
+RETRAIN = "retrain the tokenizer with `python train.py`"
+
+
+class BPETokenizer:
+    """A trained character-level BPE: an alphabet and a list of merges, in learned order."""
+
+    def __init__(self, alphabet, merges):
+        self.alphabet = list(alphabet)
+        self.merges = [tuple(pair) for pair in merges]
+        self._char_id = {char: i for i, char in enumerate(self.alphabet)}
+        self._rank = {pair: rank for rank, pair in enumerate(self.merges)}
+        # The text of every token is derived from the merges, never stored.
+        self._pieces = list(self.alphabet)
+        for left, right in self.merges:
+            self._pieces.append(self._pieces[left] + self._pieces[right])
+
+    @classmethod
+    def train(cls, texts, num_merges):
+        """Learn up to num_merges merges from the rows in texts; stop early when no pair
+        occurs twice (len(tok.merges) says how many were learned).
+
+        Each step merges the pair with the highest count, summed over all rows. Among pairs
+        with equal counts it takes the smallest (left_id, right_id), so the result depends
+        only on the multiset of rows, never on their order.
+        Example: texts=["aaabdaaabac"], num_merges=10 -> alphabet ['a', 'b', 'c', 'd'],
+        merges [(0, 0), (0, 1), (4, 5)] (counts 4, 2 and 2; (0, 1) beat (4, 0) on the tie).
+        """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of rows, not one string")
+        if num_merges < 0:
+            raise ValueError(f"num_merges must be 0 or more, got {num_merges}")
+        alphabet = sorted(set().union(*texts))
+        rows = _Rows(texts, {char: i for i, char in enumerate(alphabet)})
+        merges = []
+        for new_id in range(len(alphabet), len(alphabet) + num_merges):
+            pair, count = rows.most_frequent_pair()
+            if count < 2:
+                break
+            rows.merge(pair, new_id)
+            merges.append(pair)
+        return cls(alphabet, merges)
+
+    @property
+    def vocab_size(self):
+        return len(self._pieces)
+
+    def encode(self, text):
+        """Turn text into token ids; a character outside the alphabet is a ValueError.
+
+        Example: tokenizer trained on ["aaabdaaabac"], text="aaab" -> [6]
+        """
+        ids, unknown = self._known_char_ids(text)
+        if unknown:
+            listed = ", ".join(f"{char!r} at {at}" for char, at in unknown.items())
+            raise ValueError(f"unknown characters: {listed}; the tokenizer was trained without them")
+        return self._apply_merges(ids)
+
+    def encode_known(self, text):
+        """Encode text without the characters outside the alphabet, and name those characters
+        (each once, in order of first appearance) so the caller can warn about them.
+
+        Example: tokenizer trained on ["aaabdaaabac"], text="abXaXY" -> ([5, 0], ['X', 'Y'])
+        """
+        ids, unknown = self._known_char_ids(text)
+        return self._apply_merges(ids), list(unknown)
+
+    def decode(self, ids):
+        """Turn token ids back into text.
+
+        Example: tokenizer trained on ["aaabdaaabac"], ids=[6, 3] -> "aaabd"
+        """
+        for i in ids:
+            if not 0 <= i < self.vocab_size:
+                raise ValueError(f"token id {i} is outside the vocabulary, "
+                                 f"whose ids run from 0 to {self.vocab_size - 1}")
+        return "".join(self._pieces[i] for i in ids)
+
+    def save(self, path):
+        """Write the tokenizer as JSON, to a temporary file first, so an interrupted save
+        never leaves a broken file at path."""
+        data = {"format": FORMAT, "version": VERSION, "alphabet": self.alphabet,
+                "merges": [list(pair) for pair in self.merges]}
+        # ensure_ascii escapes every non-ASCII character, so any str, even a lone
+        # surrogate from a badly decoded file, survives the round trip.
+        _write_atomically(path, json.dumps(data, ensure_ascii=True))
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer written by save, checking every field."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"there is no tokenizer file at {path}; {RETRAIN}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; "
+                             f"{RETRAIN}") from None
+        problem = _file_problem(data)
+        if problem:
+            raise ValueError(f"{path} {problem}; {RETRAIN}")
+        return cls(data["alphabet"], data["merges"])
+
+    def __eq__(self, other):
+        if not isinstance(other, BPETokenizer):
+            return NotImplemented
+        return self.alphabet == other.alphabet and self.merges == other.merges
+
+    def __repr__(self):
+        return f"BPETokenizer({len(self.alphabet)} characters, {len(self.merges)} merges)"
+
+    def _known_char_ids(self, text):
+        """Map each character to its id, leaving out unknown characters, which come back as
+        {char: position of its first appearance}.
+
+        Example: alphabet ['a', 'b'], text="aXbX" -> ([0, 1], {'X': 1})
+        """
+        ids, unknown = [], {}
+        for at, char in enumerate(text):
+            char_id = self._char_id.get(char)
+            if char_id is None:
+                unknown.setdefault(char, at)
+            else:
+                ids.append(char_id)
+        return ids, unknown
+
+    def _apply_merges(self, ids):
+        """Apply the merges to ids in learned order, each one left to right.
+
+        A heap of (rank, position) pops every occurrence of the lowest-ranked pair, leftmost
+        first. That is the order training used: a merge only creates pairs with the new id,
+        and those have a higher rank than the merge that made it.
+        Example: alphabet ['a', 'b'], merges [(0, 0)], ids=[0, 0, 0, 1] -> [2, 0, 1]
+        """
+        tokens = list(ids)
+        after = list(range(1, len(tokens))) + [-1]
+        before = list(range(-1, len(tokens) - 1))
+        pairs = enumerate(zip(tokens, tokens[1:]))
+        heap = [(self._rank[pair], at) for at, pair in pairs if pair in self._rank]
+        heapq.heapify(heap)
+        while heap:
+            rank, at = heapq.heappop(heap)
+            right = after[at]
+            # Skip an entry whose pair an earlier merge changed; a merged-away position
+            # holds -1, which is in no pair.
+            if right == -1 or self._rank.get((tokens[at], tokens[right])) != rank:
+                continue
+            tokens[at], tokens[right] = len(self.alphabet) + rank, -1
+            after[at] = after[right]
+            if after[at] != -1:
+                before[after[at]] = at
+            for left in (before[at], at):
+                if left != -1 and after[left] != -1:
+                    new_rank = self._rank.get((tokens[left], tokens[after[left]]))
+                    if new_rank is not None:
+                        heapq.heappush(heap, (new_rank, left))
+        return [token for token in tokens if token != -1]
+
+
+class _Rows:
+    """The distinct training rows as linked lists of tokens, with every adjacent pair counted
+    and indexed, so that a merge touches only the places where the pair stands.
+
+    The rows lie end to end in flat lists: position p holds token[p], the positions after[p]
+    and before[p] of its neighbours (-1 at a row's ends, so no pair spans two rows) and
+    weight[p], how many times its row occurs. count[pair] is the number of occurrences of
+    pair over all rows, at[pair] the set of positions of their left tokens. The heap holds
+    (-count, pair) entries, some stale; an entry is current when its count is the pair's count.
+    """
+
+    def __init__(self, texts, char_id):
+        self.token, self.after, self.before, self.weight = [], [], [], []
+        for text, copies in Counter(text for text in texts if text).items():
+            start = len(self.token)
+            self.token += [char_id[char] for char in text]
+            self.after += list(range(start + 1, start + len(text))) + [-1]
+            self.before += [-1] + list(range(start, start + len(text) - 1))
+            self.weight += [copies] * len(text)
+        self.count, self.at = {}, {}
+        self._count_pairs_at(range(len(self.token)), sign=1)
+        self.heap = [(-count, pair) for pair, count in self.count.items()]
+        heapq.heapify(self.heap)
+
+    def most_frequent_pair(self):
+        """The pair with the highest count (the smallest such pair on a tie) and its count;
+        (None, 0) when there are no pairs left."""
+        while self.heap:
+            negative_count, pair = self.heap[0]
+            if self.count.get(pair) == -negative_count:
+                return pair, -negative_count
+            heapq.heappop(self.heap)
+        return None, 0
+
+    def merge(self, pair, new_id):
+        """Replace every occurrence of pair by new_id, row by row, left to right.
+
+        Example: rows ["aaaa"] as [0, 0, 0, 0], pair=(0, 0), new_id=1 -> [1, 1]
+        """
+        changed = set()
+        for left in sorted(self.at[pair]):
+            right = self.after[left]
+            # An overlapping occurrence just merged may have used this one up ("aaa").
+            if right == -1 or (self.token[left], self.token[right]) != pair:
+                continue
+            changed.update(self._count_pairs_at((self.before[left], left, right), sign=-1))
+            self.token[left], self.token[right] = new_id, -1
+            self.after[left] = self.after[right]
+            if self.after[left] != -1:
+                self.before[self.after[left]] = left
+            changed.update(self._count_pairs_at((self.before[left], left), sign=1))
+        assert pair not in self.count, f"pair {pair} still counted after merging it"
+        for changed_pair in changed:
+            if changed_pair in self.count:
+                heapq.heappush(self.heap, (-self.count[changed_pair], changed_pair))
+
+    def _count_pairs_at(self, positions, sign):
+        """Count (sign=1) or uncount (sign=-1) the pairs whose left tokens stand at positions
+        (-1 and a row's last position start none); return those pairs."""
+        pairs = []
+        for left in positions:
+            if left != -1 and self.after[left] != -1:
+                pair = (self.token[left], self.token[self.after[left]])
+                self.count[pair] = self.count.get(pair, 0) + sign * self.weight[left]
+                if sign == 1:
+                    self.at.setdefault(pair, set()).add(left)
+                else:
+                    self.at[pair].discard(left)
+                if self.count[pair] == 0:
+                    del self.count[pair], self.at[pair]
+                pairs.append(pair)
+        return pairs
+
+
+def _write_atomically(path, text):
+    """Write text to a temporary file beside path, then rename it onto path."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.remove(temporary)
+        raise
+
+
+def _file_problem(data):
+    """Say what is wrong with the contents of a tokenizer file, or None if nothing is.
+
+    Example: data={"format": "numpy-gpt-bpe", "version": 2}
+             -> "has version 2, but this code reads version 1"
+    """
+    if not isinstance(data, dict):
+        return "holds JSON that is not an object, so it is not a saved tokenizer"
+    if data.get("format") != FORMAT:
+        return f"is not a tokenizer of this project (its format is {data.get('format')!r}, not {FORMAT!r})"
+    if type(data.get("version")) is not int or data["version"] != VERSION:
+        return f"has version {data.get('version')!r}, but this code reads version {VERSION}"
+    alphabet, merges = data.get("alphabet"), data.get("merges")
+    return _alphabet_problem(alphabet) or _merges_problem(merges, len(alphabet))
+
+
+def _alphabet_problem(alphabet):
+    """Say what is wrong with a loaded alphabet, or None if nothing is.
+
+    Example: alphabet=["b", "a"]
+             -> "has an alphabet that is not sorted by code point without repeats ('a' after 'b')"
+    """
+    if not isinstance(alphabet, list):
+        return "has no alphabet list"
+    for i, char in enumerate(alphabet):
+        if not isinstance(char, str) or len(char) != 1:
+            return f"has alphabet entry {i} = {char!r}, which is not a single character"
+    for before, char in zip(alphabet, alphabet[1:]):
+        if not before < char:
+            return (f"has an alphabet that is not sorted by code point without repeats "
+                    f"({char!r} after {before!r})")
+    return None
+
+
+def _merges_problem(merges, alphabet_size):
+    """Say what is wrong with loaded merges, or None if nothing is; merge i may use only the
+    ids defined before it, those below alphabet_size + i.
+
+    Example: merges=[[0, 5]], alphabet_size=2 -> "has merge 0 = [0, 5], but merge 0 may only use ids 0 to 1"
+    """
+    if not isinstance(merges, list):
+        return "has no merges list"
+    seen = set()
+    for i, merge in enumerate(merges):
+        defined = alphabet_size + i
+        if not (isinstance(merge, list) and len(merge) == 2 and all(type(x) is int for x in merge)):
+            return f"has merge {i} = {merge!r}, which is not a pair of token ids"
+        if not all(0 <= x < defined for x in merge):
+            return f"has merge {i} = {merge}, but merge {i} may only use ids 0 to {defined - 1}"
+        if tuple(merge) in seen:
+            return f"has merge {i} = {merge}, a repeat of an earlier merge"
+        seen.add(tuple(merge))
+    return None
