@@ -42,7 +42,7 @@ beta2 = 0.999  # Adam's decay of the running mean of squared gradients
 adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
-checkpoint_dir = "checkpoints"  # where training writes the model and generation reads it
+checkpoint = "checkpoints"  # the folder training writes the model to, and generation reads it from
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt
