@@ -8,8 +8,8 @@ A checkpoint folder holds
     model.tok.json   the tokenizer
     resume.npz       the latest weights and AdamW's moments, for `python train.py --resume`
     resume.json      where training stood: step, settings, history
-Every file is written to a temporary name and renamed, so an interrupted write leaves the old
-file whole. Loading checks everything and raises ValueError with what is wrong and what to do.
+Every file is written to a temporary name and renamed once all the files of a save are written,
+so a failed or interrupted write leaves the old files whole. Loading checks everything and raises ValueError with what is wrong and what to do.
 """
 
 import hashlib
@@ -42,15 +42,30 @@ def sha256_of(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def write_atomically(path, data):
-    """Write bytes to path through a temporary file in the same folder and a rename."""
+def temporary_name(path):
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb") as f:
+    return path.with_name(f".{path.name}.tmp")
+
+
+def write_staged(path, data):
+    """Write bytes to path's temporary name, flushed to disk; publish_staged renames it onto path."""
+    with open(temporary_name(path), "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(temporary, path)
+
+
+def publish_staged(paths):
+    """Rename each staged file onto its path, in order. Done only once every file is written, so a
+    failed write leaves all the old files as they were."""
+    for path in paths:
+        os.replace(temporary_name(path), path)
+
+
+def write_atomically(path, data):
+    """Write bytes to path through a temporary file in the same folder and a rename."""
+    write_staged(path, data)
+    publish_staged([path])
 
 
 def npz_bytes(arrays):
@@ -85,21 +100,22 @@ def read_json(path):
 
 
 def save_model(folder, params, cfg, tokenizer, meta):
-    """Write model.npz, model.tok.json and model.json (last, since it vouches for the other two)."""
+    """Write model.npz, model.tok.json and model.json; the renames happen only once all are written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights = npz_bytes(params)
-    tokenizer.save(folder / "model.tok.json")
-    write_atomically(folder / "model.npz", weights)
+    tokenizer.save(temporary_name(folder / "model.tok.json"))
+    write_staged(folder / "model.npz", weights)
     description = {
         "format": FORMAT, "version": VERSION,
         "model": {f.name: getattr(cfg, f.name) for f in fields(cfg)},
         "dtype": str(next(iter(params.values())).dtype),
         "weights_sha256": hashlib.sha256(weights).hexdigest(),
-        "tokenizer_sha256": sha256_of(folder / "model.tok.json"),
+        "tokenizer_sha256": sha256_of(temporary_name(folder / "model.tok.json")),
         **meta,
     }
-    write_atomically(folder / "model.json", json_bytes(description))
+    write_staged(folder / "model.json", json_bytes(description))
+    publish_staged([folder / "model.npz", folder / "model.tok.json", folder / "model.json"])
 
 
 def check_weights(arrays, cfg, path):
@@ -151,10 +167,12 @@ def save_resume_state(folder, params, opt_state, progress):
     folder = Path(folder)
     arrays = {f"param.{name}": value for name, value in params.items()}
     arrays.update({"adam.m": opt_state["m"], "adam.v": opt_state["v"]})
-    write_atomically(folder / "resume.npz", npz_bytes(arrays))
+    weights = npz_bytes(arrays)
+    write_staged(folder / "resume.npz", weights)
     state = {"format": FORMAT + "-resume", "version": VERSION, "adam_t": opt_state["t"],
-             "resume_sha256": sha256_of(folder / "resume.npz"), **progress}
-    write_atomically(folder / "resume.json", json_bytes(state))
+             "resume_sha256": hashlib.sha256(weights).hexdigest(), **progress}
+    write_staged(folder / "resume.json", json_bytes(state))
+    publish_staged([folder / "resume.npz", folder / "resume.json"])
 
 
 def load_resume_state(folder, cfg):
