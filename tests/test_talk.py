@@ -10,10 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import checkpoint
 import talk
+from generate import Sampling, generate
 
 REPO = Path(__file__).resolve().parent.parent
 BANNER_LINES = 2  # the line about the model and the hint
@@ -45,12 +47,25 @@ def test_the_banner_describes_the_model(tiny_checkpoint):
     assert result.returncode == 0 and result.stderr == ""  # end of input: a clean exit
 
 
+def greedy_row(folder, prompt, max_new_tokens):
+    """The prompt and its greedy continuation up to the first newline, from generate() itself;
+    it asserts that a newline comes before max_new_tokens, so the stop is really exercised."""
+    model = checkpoint.load(folder)
+    new_ids = generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
+                       model.meta["settings"]["seq_len"], Sampling(0, 0, 1.0), np.random.default_rng(0))
+    text = ""
+    for token_id in new_ids:
+        text += model.tokenizer.decode([token_id])
+        if "\n" in text:
+            return prompt + text.split("\n")[0]
+    raise AssertionError(f"the model wrote no newline in {max_new_tokens} tokens after {prompt!r}")
+
+
 def test_each_prompt_gets_one_row(tiny_checkpoint):
-    # /len 200 is far longer than a row, so one line per prompt shows the stop at the newline
-    lines = replies(run_talk(tiny_checkpoint, "/len 200\nthe cat\na bird\n"))
-    assert len(lines) == 3
-    assert lines[1].startswith("the cat") and len(lines[1]) > len("the cat")
-    assert lines[2].startswith("a bird") and len(lines[2]) > len("a bird")
+    # /len 200 is far longer than a row: the continuation stops at the row's newline
+    lines = replies(run_talk(tiny_checkpoint, "/temp 0\n/len 200\nthe cat\na bird\n"))
+    assert lines[2:] == [greedy_row(tiny_checkpoint, "the cat", 200), greedy_row(tiny_checkpoint, "a bird", 200)]
+    assert len(lines[2]) > len("the cat") and len(lines[3]) > len("a bird")
     assert not any(line.startswith("> ") for line in lines)  # no prompt shown when the input is piped
 
 
@@ -187,22 +202,33 @@ def test_ctrl_c_at_the_prompt_returns_to_it(tiny_checkpoint):
     assert stdout.startswith("the cat")  # the session went on
 
 
-def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, monkeypatch, capsys):
+class FlushRecorder(io.StringIO):
+    """A stdout that remembers what had been written at its last flush."""
+
+    flushed = ""
+
+    def flush(self):
+        self.flushed = self.getvalue()
+
+
+def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, monkeypatch):
     """In process, with generate replaced by one that is interrupted after its second token; it also
-    checks that each token is printed before the next is drawn."""
+    checks that each token is printed and flushed before the next is drawn."""
     model = checkpoint.load(tiny_checkpoint)
     sat = model.tokenizer.encode(" sat on")
-    seen_before_second = []
+    stdout = FlushRecorder()
+    flushed_before_second = []
 
     def interrupted_generate(*args, **kwargs):
         yield sat[0]
-        seen_before_second.append(capsys.readouterr().out)
+        flushed_before_second.append(stdout.flushed)
         yield sat[1]
         raise KeyboardInterrupt
 
     monkeypatch.setattr(talk, "generate", interrupted_generate)
     monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\n/settings\n"))
+    monkeypatch.setattr(sys, "stdout", stdout)
     talk.main(["--checkpoint", str(tiny_checkpoint)])
-    assert seen_before_second[0].endswith("the cat" + model.tokenizer.decode(sat[:1]))  # streamed
-    lines = capsys.readouterr().out.splitlines()
-    assert lines == [model.tokenizer.decode(sat[1:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
+    assert flushed_before_second[0].endswith("\nthe cat" + model.tokenizer.decode(sat[:1]))  # streamed
+    assert stdout.getvalue().splitlines()[BANNER_LINES:] == [
+        "the cat" + model.tokenizer.decode(sat[:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
