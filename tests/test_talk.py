@@ -88,7 +88,8 @@ def test_a_seed_repeats_a_continuation(tiny_checkpoint):
 
 
 def test_commands_change_the_settings(tiny_checkpoint):
-    lines = replies(run_talk(tiny_checkpoint, "/settings\n/temp 0.5\n/topk 5\n/topp 0.7\n/len 12\n/seed 9\n/settings\n"))
+    changes = "/temp 0.5\n/topk 5\n/topp 0.7\n/len 12\n/seed 9\n"
+    lines = replies(run_talk(tiny_checkpoint, f"/settings\n{changes}/settings\n"))
     assert lines[0] == DEFAULTS  # config.py's values, and the window the checkpoint was trained with
     assert lines[-1] == "temperature 0.5, top_k 5, top_p 0.7, up to 12 new tokens, seed 9, window 8 tokens"
     overridden = replies(run_talk(tiny_checkpoint, "/settings\n", "--temperature", "0.3", "--seq_len", "4"))
