@@ -11,6 +11,7 @@ Each new token is drawn from the last position's logits, filtered in this order:
 Ties in the ordering go to the smaller token id, so a filter never depends on sort luck.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,9 @@ import config
 from transformer import forward
 
 
+ROUNDING = 1e-9  # top-p counts a set as reaching top_p when it falls short by less than this
+
+
 @dataclass(frozen=True)
 class Sampling:
     temperature: float  # 0 means greedy
@@ -27,9 +31,9 @@ class Sampling:
     top_p: float  # 1 means off
 
     def __post_init__(self):
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be 0 (greedy) or more, got {self.temperature}")
-        if not (isinstance(self.top_k, (int, np.integer)) and self.top_k >= 0):
+        if not 0 <= self.temperature < math.inf:
+            raise ValueError(f"temperature must be a finite number, 0 (greedy) or more, got {self.temperature}")
+        if isinstance(self.top_k, bool) or not (isinstance(self.top_k, (int, np.integer)) and self.top_k >= 0):
             raise ValueError(f"top_k must be a whole number, 0 (off) or more, got {self.top_k}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
@@ -40,9 +44,14 @@ def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outsid
 
     Example: logits [2, 1, 0, -1], temperature 1, top_k 2 -> [0.731, 0.269, 0, 0]
     """
-    scaled = np.asarray(logits, dtype=np.float64) / sampling.temperature
-    probs = np.exp(scaled - scaled.max())
-    probs /= probs.sum()
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max()  # <= 0, so dividing by a tiny temperature gives -inf at worst, never nan
+    if sampling.temperature == 0:
+        probs = (np.arange(len(logits)) == np.argmax(logits)).astype(np.float64)  # the first of equal maxima
+    else:
+        with np.errstate(over="ignore"):  # -inf, for a token far below the maximum, is the right answer
+            probs = np.exp(shifted / sampling.temperature)
+        probs /= probs.sum()
     order = np.argsort(-probs, kind="stable")  # most likely first; ties to the smaller id
     keep = len(probs)
     if sampling.top_k:
@@ -50,7 +59,9 @@ def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outsid
     if sampling.top_p < 1:
         kept = probs[order[:keep]]
         reach = np.cumsum(kept) / kept.sum()  # probabilities renormalised after top-k
-        keep = min(keep, int(np.searchsorted(reach, sampling.top_p)) + 1)  # first prefix reaching top_p
+        # the first prefix reaching top_p; a sum of rounded probabilities such as 0.7 + 0.1 can come
+        # out a hair under 0.8, which would otherwise keep one token too many
+        keep = int(np.searchsorted(reach, sampling.top_p - ROUNDING)) + 1
     filtered = np.zeros_like(probs)
     filtered[order[:keep]] = probs[order[:keep]]
     return filtered / filtered.sum()
@@ -58,8 +69,6 @@ def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outsid
 
 def sample_next(logits, sampling, rng):  # (V,) -> int
     """One token id drawn from a row of logits, as the module docstring says."""
-    if sampling.temperature == 0:
-        return int(np.argmax(logits))  # the first of equal maxima
     cumulative = np.cumsum(filtered_probs(logits, sampling))
     # the token whose slice of [0, 1) holds a uniform draw; tokens with probability 0 have no slice
     return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
@@ -84,13 +93,30 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             return
 
 
+def load_for_sampling(p, argv=None):
+    """(settings, checkpoint) for a script that samples: parse argv with p, load --checkpoint.
+
+    The model fixes context_len, and the seq_len it was trained with is the window it knows, so
+    both default to the checkpoint's values: a model trained with other sizes works without
+    repeating them. A --seq_len given on the command line still wins.
+    """
+    model = checkpoint.load(p.parse_args(argv).checkpoint)
+    trained = model.meta.get("settings")
+    trained_seq_len = trained.get("seq_len") if isinstance(trained, dict) else None
+    p.set_defaults(context_len=model.cfg.context_len,
+                   seq_len=trained_seq_len if isinstance(trained_seq_len, int) else config.seq_len)
+    s = config.settings(p.parse_args(argv))
+    if s.seq_len > model.cfg.context_len:
+        raise ValueError(f"the window seq_len = {s.seq_len} is longer than this model reads (context_len "
+                         f"{model.cfg.context_len}); give --seq_len {model.cfg.context_len} or less")
+    return s, model
+
+
 def main(argv=None):
     p = config.parser("Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
-    args = p.parse_args(argv)
-    s = config.settings(args)
-    model = checkpoint.load(s.checkpoint)
-    prompt_ids = model.tokenizer.encode(args.prompt)
+    s, model = load_for_sampling(p, argv)
+    prompt_ids = model.tokenizer.encode(p.parse_args(argv).prompt)
     sampling = Sampling(s.temperature, s.top_k, s.top_p)
     rng = np.random.default_rng(s.seed)
     new_ids = generate(model.params, model.cfg, prompt_ids, s.max_new_tokens, s.seq_len, sampling, rng)

@@ -1,0 +1,213 @@
+"""Talk to a trained model: type the start of a text and watch the model continue it.
+
+    python talk.py                                  # the model in checkpoints/
+    python talk.py --checkpoint runs/big --temperature 0.5
+    python talk.py < prompts.txt                    # one prompt (or command) a line, no "> " shown
+
+Each line typed is a prompt. The model continues it one token at a time, printed as soon as it is
+drawn, until it ends the row (every training row ended with a newline, so the model learned where
+rows end) or has written /len tokens. Lines starting with / are commands; /help lists them.
+
+Ctrl-C stops a continuation and returns to the prompt; at the prompt it clears the line. Ctrl-D
+(the end of the input) or /quit leaves, with exit status 0. A missing or broken checkpoint is one
+line on stderr and exit status 2.
+"""
+
+import sys
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+import checkpoint
+import config
+from generate import Sampling, generate, load_for_sampling
+
+
+@dataclass
+class Session:
+    """What a conversation keeps between prompts; /seed restarts rng, so a session can be repeated."""
+    model: checkpoint.Checkpoint
+    window: int  # the last `window` tokens are what the model reads
+    sampling: Sampling
+    max_new_tokens: int
+    seed: int
+    rng: np.random.Generator = field(init=False)
+
+    def __post_init__(self):
+        self.rng = np.random.default_rng(self.seed)
+
+
+def describe(model, folder):
+    """One line about the model: its size, and when, on what and how well it was trained."""
+    try:
+        meta, corpus = model.meta, model.meta["corpus"]
+        best = min(meta["history"], key=lambda epoch: epoch["val_loss"])
+        return (f"model: {sum(p.size for p in model.params.values()):,} parameters, {model.cfg.vocab_size} tokens; "
+                f"trained {meta['trained_at']} on {corpus['path']} ({corpus['rows']:,} rows); "
+                f"best validation loss {best['val_loss']:.3f} (epoch {best['epoch']})")
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{folder}/model.json lacks what training records about the model ({err!r}); "
+                         f"{checkpoint.RETRAIN}") from None
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+def number(text):
+    """An int where text is a whole number, else a float; ValueError if it is no number at all."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    raise ValueError(f"{text!r} is not a number")
+
+
+def set_temperature(session, text):
+    session.sampling = replace(session.sampling, temperature=number(text))  # Sampling checks the rule
+
+
+def set_top_k(session, text):
+    session.sampling = replace(session.sampling, top_k=number(text))
+
+
+def set_top_p(session, text):
+    session.sampling = replace(session.sampling, top_p=number(text))
+
+
+def set_length(session, text):
+    length = number(text)
+    if not (isinstance(length, int) and length > 0):
+        raise ValueError(f"the length must be a whole number of tokens, 1 or more, got {text}")
+    session.max_new_tokens = length
+
+
+def set_seed(session, text):
+    seed = number(text)
+    if not (isinstance(seed, int) and seed >= 0):
+        raise ValueError(f"the seed must be a whole number, 0 or more, got {text}")
+    session.seed, session.rng = seed, np.random.default_rng(seed)
+
+
+SETTERS = {  # command: (its argument, what it sets, the function that sets it)
+    "/temp": ("X", "temperature: 0 always takes the most likely token, higher is more surprising", set_temperature),
+    "/topk": ("N", "keep only the N most likely tokens; 0 turns this off", set_top_k),
+    "/topp": ("P", "keep the most likely tokens until they reach probability P, in (0, 1]; 1 is off", set_top_p),
+    "/len": ("N", "the most tokens one continuation may have, 1 or more", set_length),
+    "/seed": ("N", "restart the random draws from seed N (0 or more), to repeat a session", set_seed),
+}
+COMMAND_LIST = ", ".join([f"{name} {arg}" for name, (arg, _, _) in SETTERS.items()] + ["/settings", "/help", "/quit"])
+
+
+def settings_line(session):
+    s = session.sampling
+    return (f"temperature {s.temperature}, top_k {s.top_k}{' (off)' if s.top_k == 0 else ''}, "
+            f"top_p {s.top_p}{' (off)' if s.top_p == 1 else ''}, up to {session.max_new_tokens} new tokens, "
+            f"seed {session.seed}, window {session.window} tokens")
+
+
+def help_text():
+    lines = ["Type some text and press Enter: the model continues it a token at a time, until it ends the",
+             "row (a newline: every training row ended with one) or has written /len tokens. Characters it",
+             "has never seen are left out. Ctrl-C stops a continuation; Ctrl-D or /quit leaves.", "commands:"]
+    lines += [f"  {name + ' ' + arg:<10} {what}" for name, (arg, what, _) in SETTERS.items()]
+    lines += [f"  {'/settings':<10} show the settings now", f"  {'/help':<10} this text", f"  {'/quit':<10} leave"]
+    return "\n".join(lines)
+
+
+def warn(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_command(session, line):
+    """Carry out a line starting with /; False when it is /quit."""
+    name, *values = line.split()
+    if name == "/quit":
+        return False
+    if name == "/help":
+        print(help_text())
+    elif name == "/settings":
+        print(settings_line(session))
+    elif name not in SETTERS:
+        warn(f"unknown command {name}; the commands are {COMMAND_LIST}")
+    else:
+        argument, what, set_value = SETTERS[name]
+        try:
+            if len(values) != 1:
+                raise ValueError(f"{name} takes one value")
+            set_value(session, values[0])
+            print(settings_line(session))
+        except ValueError as err:
+            warn(f"{err}; nothing changed. Usage: {name} {argument}, {what}")
+    return True
+
+
+# --- continuations ------------------------------------------------------------------------------
+
+def continue_text(session, text):
+    """Print the prompt's known characters, then the model's continuation, token by token."""
+    tokenizer = session.model.tokenizer
+    prompt_ids, unknown = tokenizer.encode_known(text)
+    if unknown:
+        warn(f"left out {', '.join(map(repr, unknown))}: the model has never seen "
+             f"{'this character' if len(unknown) == 1 else 'these characters'}")
+    if not prompt_ids:
+        warn("nothing is left to continue: type characters the model knows")
+        return
+    print(tokenizer.decode(prompt_ids), end="", flush=True)
+    new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,
+                       session.window, session.sampling, session.rng)
+    for token_id in new_ids:
+        piece, newline, _ = tokenizer.decode([token_id]).partition("\n")  # "\n" only ends a token
+        print(piece, end="", flush=True)
+        if newline:
+            break
+    print()
+
+
+def read_line(interactive):
+    """The next line of input without its newline, or None at its end (Ctrl-D)."""
+    try:
+        return input("> " if interactive else "")
+    except EOFError:
+        if interactive:
+            print()  # so that the shell's prompt starts on a line of its own
+        return None
+
+
+def converse(session, interactive):
+    """Read lines until the input ends or /quit; Ctrl-C anywhere returns to a fresh prompt."""
+    while True:
+        try:
+            line = read_line(interactive)
+            if line is None:
+                return
+            if line.startswith("/"):
+                if not run_command(session, line):
+                    return
+            elif line.strip():
+                continue_text(session, line)
+        except KeyboardInterrupt:
+            print("\n(interrupted; /quit or Ctrl-D leaves)", flush=True)
+
+
+def main(argv=None):
+    p = config.parser("Talk to a trained model: type text, it continues it (settings from config.py).")
+    try:
+        s, model = load_for_sampling(p, argv)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    session = Session(model, s.seq_len, Sampling(s.temperature, s.top_k, s.top_p), s.max_new_tokens, s.seed)
+    interactive = sys.stdin.isatty()
+    print(describe(model, s.checkpoint))
+    print("Type some text to have it continued; /help lists the commands; Ctrl-D or /quit leaves.", flush=True)
+    if interactive:
+        try:
+            import readline  # noqa: F401  line editing and history for input(); on a terminal only, where it is quiet
+        except ImportError:  # a platform without it still works, without the editing
+            pass
+    converse(session, interactive)
+
+
+if __name__ == "__main__":
+    sys.stdin.reconfigure(errors="replace")  # undecodable bytes become U+FFFD, left out with a warning
+    config.run(main)

@@ -1,0 +1,209 @@
+"""Tests of generate.py: the sampling filters on hand-checked cases, the draws against the
+distribution they come from, the window of ids that reaches the model, and the command line."""
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import generate
+from generate import Sampling, filtered_probs, sample_next
+from transformer import init_params
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# --- the filters, by hand -----------------------------------------------------------------------
+# Logits are written as log(probabilities), so at temperature 1 the softmax gives the probabilities
+# back and each expected row can be checked with a pencil.
+
+P4 = [0.1, 0.4, 0.2, 0.3]  # sorted: id 1 (0.4), id 3 (0.3), id 2 (0.2), id 0 (0.1)
+
+
+@pytest.mark.parametrize("probs, temperature, top_k, top_p, expected", [
+    (P4, 1.0, 0, 1.0, P4),  # p = 1 keeps every token
+    (P4, 1.0, 2, 1.0, [0, 4 / 7, 0, 3 / 7]),  # top-k 2: ids 1 and 3, renormalised by 0.7
+    (P4, 1.0, 0, 0.5, [0, 4 / 7, 0, 3 / 7]),  # 0.4 < 0.5 <= 0.4 + 0.3
+    (P4, 1.0, 0, 0.4, [0, 1, 0, 0]),  # p equal to the first probability keeps just it
+    ([0.7, 0.1, 0.1, 0.1], 1.0, 0, 0.8, [7 / 8, 1 / 8, 0, 0]),  # p equal to a sum that rounds to 0.7999...
+    ([0.05, 0.9, 0.05], 1.0, 0, 0.8, [0, 1, 0]),  # a single token over p keeps just it
+    ([0.25] * 4, 1.0, 0, 0.5, [0.5, 0.5, 0, 0]),  # ties: the smaller ids first
+    ([0.25] * 4, 1.0, 0, 0.6, [1 / 3, 1 / 3, 1 / 3, 0]),
+    ([0.3, 0.3, 0.3, 0.1], 1.0, 2, 1.0, [0.5, 0.5, 0, 0]),  # top-k ties: the smaller ids first
+    # top-k first: ids 0 and 1 renormalise to 0.625 and 0.375, and 0.625 alone reaches 0.6.
+    # (top-p first would keep 0.5 + 0.3 and give [0.625, 0.375, 0, 0].)
+    ([0.5, 0.3, 0.15, 0.05], 1.0, 2, 0.6, [1, 0, 0, 0]),
+    (P4, 2.0, 0, 1.0, np.sqrt(P4) / np.sqrt(P4).sum()),  # temperature 2: p ** (1/2), renormalised
+])
+def test_filtered_probs_by_hand(probs, temperature, top_k, top_p, expected):
+    got = filtered_probs(np.log(probs), Sampling(temperature, top_k, top_p))
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_filtered_probs_docstring_example():
+    got = filtered_probs([2.0, 1.0, 0.0, -1.0], Sampling(1.0, 2, 1.0))
+    np.testing.assert_allclose(got, [np.e / (np.e + 1), 1 / (np.e + 1), 0, 0], atol=1e-12)
+
+
+def test_temperature_zero_is_argmax_and_ties_go_to_the_smaller_id():
+    np.testing.assert_array_equal(filtered_probs([1.0, 3.0, 3.0, 0.0], Sampling(0, 0, 0.9)), [0, 1, 0, 0])
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        logits = rng.normal(size=9)
+        assert sample_next(logits, Sampling(0, 3, 0.5), rng) == np.argmax(logits)
+
+
+def test_a_tiny_temperature_is_greedy_not_nan():
+    # 2 / 1e-310 overflows to inf, and inf - inf is nan; subtracting the maximum before dividing
+    # leaves 0 for the maximum and -inf (probability 0) for the others, without a RuntimeWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = filtered_probs([1.0, 2.0, 2.0 - 1e-3], Sampling(1e-310, 0, 1.0))
+    np.testing.assert_array_equal(got, [0, 1, 0])
+
+
+# --- the draws ----------------------------------------------------------------------------------
+
+def test_a_seed_repeats_the_draws():
+    logits = np.random.default_rng(1).normal(size=12)
+    sampling = Sampling(1.0, 0, 1.0)
+
+    def draws(seed):
+        rng = np.random.default_rng(seed)
+        return [sample_next(logits, sampling, rng) for _ in range(200)]
+
+    assert draws(7) == draws(7)
+    assert draws(7) != draws(8)
+
+
+def test_draw_frequencies_match_the_filtered_distribution():
+    """20,000 draws; each token's frequency is a mean of 20,000 Bernoulli(p) draws, whose standard
+    error is sqrt(p (1 - p) / n). Allowing 5 standard errors, a correct sampler fails with a
+    probability under 1e-5 for 10 tokens (and the seed fixes the draws anyway), while drawing from
+    the unfiltered softmax, or an off-by-one in picking the slice, fails at once."""
+    logits = np.log([0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.01, 0.01])
+    sampling = Sampling(0.8, 6, 0.9)
+    expected = filtered_probs(logits, sampling)
+    assert np.count_nonzero(expected) == 5  # top-p cuts below top-k's 6
+    n = 20_000
+    rng = np.random.default_rng(0)
+    counts = np.bincount([sample_next(logits, sampling, rng) for _ in range(n)], minlength=10)
+    frequencies = counts / n
+    assert np.all(counts[expected == 0] == 0)
+    standard_errors = np.sqrt(expected * (1 - expected) / n)
+    assert np.all(np.abs(frequencies - expected) <= 5 * standard_errors), (frequencies, expected)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [
+    (-0.1, 0, 0.9), (float("nan"), 0, 0.9), (float("inf"), 0, 0.9),
+    (1.0, -1, 0.9), (1.0, 2.5, 0.9), (1.0, True, 0.9),
+    (1.0, 0, 0.0), (1.0, 0, -0.1), (1.0, 0, 1.01), (1.0, 0, float("nan")),
+])
+def test_invalid_sampling_raises(temperature, top_k, top_p):
+    with pytest.raises(ValueError, match="must be"):
+        Sampling(temperature, top_k, top_p)
+
+
+def test_the_boundaries_of_sampling_are_accepted():
+    Sampling(0, 0, 1)
+    Sampling(0.5, np.int64(3), 1e-6)
+
+
+# --- generate -----------------------------------------------------------------------------------
+
+def next_is_last_plus_one(calls):
+    """A stand-in for transformer.forward that records the ids it gets and makes the next id
+    the last id + 1 (mod V) by a wide margin, so greedy decoding is known in advance."""
+    def forward(params, ids, cfg):
+        calls.append(list(ids))
+        logits = np.zeros((len(ids), cfg.vocab_size))
+        logits[-1, (ids[-1] + 1) % cfg.vocab_size] = 10.0
+        return logits, None
+    return forward
+
+
+GREEDY = Sampling(0, 0, 1.0)
+
+
+def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
+    calls = []
+    monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
+    prompt = [3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0]  # 12 ids: longer than the window and than context_len 8
+    new = list(generate.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0)))
+    assert new == [1, 2, 3, 4, 5]
+    seen = prompt + new
+    assert calls == [seen[len(prompt) + i - 3: len(prompt) + i] for i in range(5)]
+
+
+def test_ids_are_yielded_as_they_are_drawn(tiny_cfg, monkeypatch):
+    calls = []
+    monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
+    new_ids = generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0))
+    assert next(new_ids) == 1 and len(calls) == 1
+
+
+def test_older_ids_outside_the_window_change_nothing(tiny_cfg, tiny_params):
+    sampling = Sampling(1.0, 0, 1.0)
+
+    def continuation(prompt):
+        return list(generate.generate(tiny_params, tiny_cfg, prompt, 20, 4, sampling, np.random.default_rng(5)))
+
+    assert continuation([0, 1, 2, 3, 4, 5, 6, 3]) == continuation([6, 6, 6, 6, 4, 5, 6, 3])
+
+
+@pytest.mark.parametrize("max_new_tokens", [0, 1, 7, 30])
+def test_max_new_tokens_is_the_length_without_a_stop(tiny_cfg, tiny_params, max_new_tokens):
+    prompt = list(range(7)) * 3  # 21 ids, longer than context_len 8
+    new = list(generate.generate(tiny_params, tiny_cfg, prompt, max_new_tokens, tiny_cfg.context_len,
+                                 Sampling(1.0, 0, 1.0), np.random.default_rng(0)))
+    assert len(new) == max_new_tokens
+    assert all(0 <= i < tiny_cfg.vocab_size for i in new)
+
+
+def test_stop_id_ends_the_continuation_after_yielding_it(tiny_cfg, monkeypatch):
+    monkeypatch.setattr(generate, "forward", next_is_last_plus_one([]))
+    rng = np.random.default_rng(0)
+    assert list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3)) == [1, 2, 3]
+    assert len(list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng))) == 10
+
+
+def test_an_empty_prompt_or_a_window_beyond_context_len_raises(tiny_cfg, tiny_params):
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="prompt is empty"):
+        list(generate.generate(tiny_params, tiny_cfg, [], 5, 4, GREEDY, rng))
+    with pytest.raises(ValueError, match="window must be in 1..8"):
+        list(generate.generate(tiny_params, tiny_cfg, [1], 5, 9, GREEDY, rng))
+
+
+def test_generate_with_fresh_float32_params_works(tiny_cfg):
+    params = init_params(tiny_cfg, np.random.default_rng(0), dtype=np.float32)
+    new = list(generate.generate(params, tiny_cfg, [1, 2], 5, 8, Sampling(0.8, 0, 0.9), np.random.default_rng(0)))
+    assert len(new) == 5
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+def run_generate(*args):
+    return subprocess.run([sys.executable, "generate.py", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_cli_continues_the_prompt_reproducibly(tiny_checkpoint):
+    first = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "1")
+    again = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "1")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("the cat") and len(first.stdout.rstrip("\n")) > len("the cat")
+    assert again.stdout == first.stdout
+    hotter = ["--temperature", "1.5", "--top_p", "1"]
+    one = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "1", *hotter)
+    two = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "2", *hotter)
+    assert one.stdout != two.stdout  # the seed is what makes runs repeat
+
+
+def test_cli_refuses_a_window_longer_than_the_model_reads(tiny_checkpoint):
+    result = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seq_len", "9")
+    assert result.returncode == 2
+    assert "context_len (8)" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,235 @@
+"""Tests of talk.py, run as a person would run it: a subprocess with its input piped, on the tiny
+checkpoint that conftest trains once."""
+
+import io
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import checkpoint
+import talk
+from generate import Sampling, generate
+
+REPO = Path(__file__).resolve().parent.parent
+BANNER_LINES = 2  # the line about the model and the hint
+DEFAULTS = "temperature 0.8, top_k 0 (off), top_p 0.9, up to 50 new tokens, seed 42, window 8 tokens"
+
+
+def run_talk(folder, text, *args):
+    result = subprocess.run([sys.executable, "talk.py", "--checkpoint", str(folder), *args], cwd=REPO,
+                            input=text, capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def replies(result):
+    """The lines of stdout after the banner."""
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[BANNER_LINES:]
+
+
+def test_the_banner_describes_the_model(tiny_checkpoint):
+    result = run_talk(tiny_checkpoint, "")
+    about, hint = result.stdout.splitlines()
+    model = checkpoint.load(tiny_checkpoint)
+    best = min(h["val_loss"] for h in model.meta["history"])
+    assert about.startswith(f"model: {sum(p.size for p in model.params.values()):,} parameters, "
+                            f"{model.cfg.vocab_size} tokens; trained {model.meta['trained_at']} on ")
+    assert about.endswith(f"corpus.txt (300 rows); best validation loss {best:.3f} (epoch 3)")
+    assert "/help" in hint and "/quit" in hint
+    assert result.returncode == 0 and result.stderr == ""  # end of input: a clean exit
+
+
+def greedy_row(folder, prompt, max_new_tokens):
+    """The prompt and its greedy continuation up to the first newline, from generate() itself;
+    it asserts that a newline comes before max_new_tokens, so the stop is really exercised."""
+    model = checkpoint.load(folder)
+    new_ids = generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
+                       model.meta["settings"]["seq_len"], Sampling(0, 0, 1.0), np.random.default_rng(0))
+    text = ""
+    for token_id in new_ids:
+        text += model.tokenizer.decode([token_id])
+        if "\n" in text:
+            return prompt + text.split("\n")[0]
+    raise AssertionError(f"the model wrote no newline in {max_new_tokens} tokens after {prompt!r}")
+
+
+def test_each_prompt_gets_one_row(tiny_checkpoint):
+    # /len 200 is far longer than a row: the continuation stops at the row's newline
+    lines = replies(run_talk(tiny_checkpoint, "/temp 0\n/len 200\nthe cat\na bird\n"))
+    assert lines[2:] == [greedy_row(tiny_checkpoint, "the cat", 200), greedy_row(tiny_checkpoint, "a bird", 200)]
+    assert len(lines[2]) > len("the cat") and len(lines[3]) > len("a bird")
+    assert not any(line.startswith("> ") for line in lines)  # no prompt shown when the input is piped
+
+
+def test_len_caps_the_continuation_at_that_many_tokens(tiny_checkpoint):
+    prompt = "the cat sat"
+    lines = replies(run_talk(tiny_checkpoint, f"/temp 0\n/len 1\n{prompt}\n/len 3\n{prompt}\n"))
+    one, three = lines[2][len(prompt):], lines[4][len(prompt):]
+    tokenizer = checkpoint.load(tiny_checkpoint).tokenizer
+    assert one in {tokenizer.decode([i]) for i in range(tokenizer.vocab_size)}  # exactly one token
+    assert three.startswith(one) and len(three) > len(one)  # greedy: the same first token, then more
+
+
+def test_a_seed_repeats_a_continuation(tiny_checkpoint):
+    text = "/seed 3\nthe dog\n/seed 3\nthe dog\n/seed 4\nthe dog\n"
+    lines = replies(run_talk(tiny_checkpoint, text, "--temperature", "1.5", "--top_p", "1"))
+    first, again, other = lines[1], lines[3], lines[5]
+    assert first == again and first != other
+    fresh = replies(run_talk(tiny_checkpoint, "the dog\n", "--temperature", "1.5", "--top_p", "1", "--seed", "3"))
+    assert fresh == [first]  # /seed 3 restarts the draws exactly as --seed 3 starts them
+
+
+def test_commands_change_the_settings(tiny_checkpoint):
+    changes = "/temp 0.5\n/topk 5\n/topp 0.7\n/len 12\n/seed 9\n"
+    lines = replies(run_talk(tiny_checkpoint, f"/settings\n{changes}/settings\n"))
+    assert lines[0] == DEFAULTS  # config.py's values, and the window the checkpoint was trained with
+    assert lines[-1] == "temperature 0.5, top_k 5, top_p 0.7, up to 12 new tokens, seed 9, window 8 tokens"
+    overridden = replies(run_talk(tiny_checkpoint, "/settings\n", "--temperature", "0.3", "--seq_len", "4"))
+    assert overridden == [DEFAULTS.replace("0.8", "0.3").replace("window 8", "window 4")]
+
+
+def test_help_names_every_command(tiny_checkpoint):
+    help_text = "\n".join(replies(run_talk(tiny_checkpoint, "/help\n")))
+    for command in ("/temp X", "/topk N", "/topp P", "/len N", "/seed N", "/settings", "/help", "/quit", "Ctrl-C"):
+        assert command in help_text
+    assert "newline" in help_text  # it says where a continuation stops
+
+
+def test_unknown_characters_are_left_out_with_a_warning(tiny_checkpoint):
+    result = run_talk(tiny_checkpoint, "the cat Z@\nZZZ\nthe dog\n")
+    lines = replies(result)
+    assert len(lines) == 2  # nothing for ZZZ
+    assert lines[0].startswith("the cat ") and "Z" not in lines[0] and "@" not in lines[0]
+    assert lines[1].startswith("the dog")
+    warnings = result.stderr.splitlines()
+    assert warnings[0] == "left out 'Z', '@': the model has never seen these characters"
+    assert warnings[1] == "left out 'Z': the model has never seen this character"
+    assert warnings[2].startswith("nothing is left to continue")
+
+
+def test_bad_commands_and_values_keep_the_session_going(tiny_checkpoint):
+    bad = ["/foo", "/", "/temp -1", "/temp abc", "/temp", "/temp 1 2", "/topk 2.5", "/topk -1", "/topp 0",
+           "/topp 1.5", "/len 0", "/len 2.5", "/seed -3"]
+    result = run_talk(tiny_checkpoint, "\n".join(bad) + "\n/settings\nthe cat\n")
+    lines = replies(result)
+    assert lines[0] == DEFAULTS  # nothing changed
+    assert lines[1].startswith("the cat")
+    messages = result.stderr.splitlines()
+    assert len(messages) == len(bad)
+    assert all("the commands are" in m for m in messages[:2])  # an unknown command lists the commands
+    assert all("nothing changed. Usage: /" in m for m in messages[2:])  # a bad value says what is accepted
+    assert "top_k must be a whole number, 0 (off) or more, got 2.5" in messages[6]
+
+
+def test_empty_lines_do_nothing(tiny_checkpoint):
+    result = run_talk(tiny_checkpoint, "\n\n   \n")
+    assert replies(result) == [] and result.stderr == ""
+
+
+def test_quit_ends_the_session_at_once(tiny_checkpoint):
+    result = run_talk(tiny_checkpoint, "/quit\nthe cat\n")
+    assert replies(result) == [] and result.stderr == ""
+
+
+def test_the_last_line_needs_no_newline(tiny_checkpoint):
+    assert replies(run_talk(tiny_checkpoint, "the cat"))[0].startswith("the cat")
+
+
+def test_a_window_longer_than_the_model_reads_is_refused(tiny_checkpoint):
+    result = run_talk(tiny_checkpoint, "the cat\n", "--seq_len", "9")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "context_len (8)" in result.stderr
+
+
+# --- broken checkpoints -------------------------------------------------------------------------
+
+def truncate_weights(folder):
+    data = (folder / "model.npz").read_bytes()
+    (folder / "model.npz").write_bytes(data[: len(data) // 2])
+
+
+def edit_description(change):
+    def edit(folder):
+        meta = json.loads((folder / "model.json").read_text())
+        change(meta)
+        (folder / "model.json").write_text(json.dumps(meta))
+    return edit
+
+
+@pytest.mark.parametrize("damage", [
+    lambda folder: shutil.rmtree(folder),  # no checkpoint at all
+    lambda folder: (folder / "model.tok.json").unlink(),
+    truncate_weights,
+    lambda folder: (folder / "model.json").write_text('{"format": "numpy-gpt-checkpoint", "vers'),
+    edit_description(lambda meta: meta.update(format="another-project")),  # foreign
+    edit_description(lambda meta: meta["model"].update(emb_dim=64)),  # the weights do not fit it
+    edit_description(lambda meta: meta.update(history=[])),
+    lambda folder: (folder / "model.tok.json").write_text('{"format": "numpy-gpt-bpe"}'),  # mixed files
+], ids=["missing", "no-tokenizer", "truncated-weights", "truncated-json", "foreign", "mismatched-shapes",
+        "no-history", "other-tokenizer"])
+def test_a_broken_checkpoint_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, damage):
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(tiny_checkpoint, folder)
+    damage(folder)
+    result = run_talk(folder, "the cat\n")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "python train.py" in result.stderr  # it says what to do
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------
+
+def test_ctrl_c_at_the_prompt_returns_to_it(tiny_checkpoint):
+    process = subprocess.Popen([sys.executable, "talk.py", "--checkpoint", str(tiny_checkpoint)], cwd=REPO,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    banner = [process.stdout.readline() for _ in range(BANNER_LINES)]
+    time.sleep(0.5)  # past the banner, it waits for a line
+    process.send_signal(signal.SIGINT)
+    # wait for the answer before typing on: a line arriving with the signal could be read and dropped
+    answer = [process.stdout.readline() for _ in range(2)]
+    stdout, stderr = process.communicate("the cat\n", timeout=60)
+    assert banner[0].startswith("model: ")
+    assert answer == ["\n", "(interrupted; /quit or Ctrl-D leaves)\n"]
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    assert stdout.startswith("the cat")  # the session went on
+
+
+class FlushRecorder(io.StringIO):
+    """A stdout that remembers what had been written at its last flush."""
+
+    flushed = ""
+
+    def flush(self):
+        self.flushed = self.getvalue()
+
+
+def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, monkeypatch):
+    """In process, with generate replaced by one that is interrupted after its second token; it also
+    checks that each token is printed and flushed before the next is drawn."""
+    model = checkpoint.load(tiny_checkpoint)
+    sat = model.tokenizer.encode(" sat on")
+    stdout = FlushRecorder()
+    flushed_before_second = []
+
+    def interrupted_generate(*args, **kwargs):
+        yield sat[0]
+        flushed_before_second.append(stdout.flushed)
+        yield sat[1]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(talk, "generate", interrupted_generate)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\n/settings\n"))
+    monkeypatch.setattr(sys, "stdout", stdout)
+    talk.main(["--checkpoint", str(tiny_checkpoint)])
+    assert flushed_before_second[0].endswith("\nthe cat" + model.tokenizer.decode(sat[:1]))  # streamed
+    assert stdout.getvalue().splitlines()[BANNER_LINES:] == [
+        "the cat" + model.tokenizer.decode(sat[:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
