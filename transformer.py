@@ -161,12 +161,18 @@ def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n
 # ---------------------------------------------------------------------------------------------
 # Layer normalization over the last axis: y = (x - mean) / sqrt(var + eps) * gain + shift.
 
+# Row means of a product, mean(a * b), are taken as einsum("...c,...c->...", a, b) / C: the same sums
+# without the full-size product array.
+
 def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
-    centred = x - x.mean(axis=-1, keepdims=True)
-    variance = np.mean(centred * centred, axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(variance + eps)  # (..., 1)
-    xhat = centred * rstd
-    return xhat * gain + shift, (xhat, rstd, gain)
+    C = x.shape[-1]
+    xhat = x - x.mean(axis=-1, keepdims=True)  # centred, then scaled in place to xhat
+    variance = np.einsum("...c,...c->...", xhat, xhat)[..., None] / C  # (..., 1)
+    rstd = 1.0 / np.sqrt(variance + eps)
+    xhat *= rstd
+    out = xhat * gain
+    out += shift
+    return out, (xhat, rstd, gain)
 
 
 def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)
@@ -174,11 +180,13 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     C = xhat.shape[-1]
     dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
     dshift = dout.reshape(-1, C).sum(axis=0)
-    dxhat = dout * gain
+    dx = dout * gain  # dxhat, turned into dx in place
     # xhat depends on x directly and through the mean and the variance; the two means below are
     # those two paths: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-    dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
-    dx -= xhat * np.mean(dxhat * xhat, axis=-1, keepdims=True)
+    mean_dxhat = dx.mean(axis=-1, keepdims=True)
+    mean_dxhat_xhat = np.einsum("...c,...c->...", dx, xhat)[..., None] / C
+    dx -= mean_dxhat
+    dx -= xhat * mean_dxhat_xhat
     dx *= rstd
     return dx, dgain, dshift
 
@@ -213,16 +221,19 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     B, nh, T, hs = q.shape
     dmerged, dWo, dbo = linear_backward(dout, out_cache)
     dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
+    # dq, dk and dv are written straight into one (B, T, 3C) array, through the same views the
+    # forward took q, k and v from, rather than computed apart and then copied together
+    dqkv = np.empty((B, T, 3, nh, hs), dtype=q.dtype)
+    dq, dk, dv = dqkv.transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
     # heads = attn @ v
     dattn = dheads @ v.swapaxes(-1, -2)  # (B, nh, T, T)
-    dv = attn.swapaxes(-1, -2) @ dheads  # (B, nh, T, hs)
+    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv)
     dscores = softmax_backward(dattn, attn)  # masked entries have attn = 0, so they get 0 here
     dscores *= 1.0 / math.sqrt(hs)
     # scores = q @ k^T
-    dq = dscores @ k
-    dk = dscores.swapaxes(-1, -2) @ q
-    dqkv = np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(B, T, 3 * nh * hs)  # -> (B, T, 3C)
-    dx, dW_qkv, db_qkv = linear_backward(dqkv, qkv_cache)
+    np.matmul(dscores, k, out=dq)
+    np.matmul(dscores.swapaxes(-1, -2), q, out=dk)
+    dx, dW_qkv, db_qkv = linear_backward(dqkv.reshape(B, T, 3 * nh * hs), qkv_cache)  # (B, T, 3C)
     dWq, dWk, dWv = np.split(dW_qkv, 3, axis=1)
     dbq, dbk, dbv = np.split(db_qkv, 3)
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
@@ -237,7 +248,9 @@ def softmax(x):  # (..., n) -> (..., n), over the last axis; overwrites x
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
     # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
-    return probs * (dout - np.sum(dout * probs, axis=-1, keepdims=True))
+    dx = dout - np.einsum("...j,...j->...", dout, probs)[..., None]  # einsum: the row sums, no product array
+    dx *= probs
+    return dx
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,21 +340,22 @@ def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: grad
 # Softmax and cross-entropy, fused: the gradient on the logits is (probs - onehot) / N.
 
 def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
-    sum_exp = exp.sum(axis=-1)
-    rows = np.arange(len(targets))
+    probs = logits - logits.max(axis=-1, keepdims=True)  # shifted: exp of the largest entry is 1
+    shifted_target = probs[np.arange(len(targets)), targets]
+    np.exp(probs, out=probs)  # probs becomes exp(shifted), then exp(shifted) / sum_exp, in place
+    sum_exp = probs.sum(axis=-1)
     # -log softmax(logits)[target] = log(sum_j exp(shifted_j)) - shifted[target]
-    loss = np.mean(np.log(sum_exp) - shifted[rows, targets])
-    probs = exp / sum_exp[:, None]
+    loss = np.mean(np.log(sum_exp) - shifted_target)
+    probs /= sum_exp[:, None]
     return float(loss), (probs, targets)
 
 
 def cross_entropy_backward(cache):  # -> dlogits (N, V)
     probs, targets = cache
-    dlogits = probs.copy()
-    dlogits[np.arange(len(targets)), targets] -= 1.0  # probs - onehot
-    dlogits /= len(targets)  # the loss is a mean over N positions
+    N = len(targets)
+    # dlogits = (probs - onehot) / N: the loss is a mean over N positions
+    dlogits = probs / N
+    dlogits[np.arange(N), targets] -= 1.0 / N
     return dlogits
 
 
