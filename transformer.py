@@ -72,11 +72,22 @@ def pack(tensors, dtype=None):
     """
     dtype = dtype or np.result_type(*tensors.values())
     flat = np.empty(sum(np.size(t) for t in tensors.values()), dtype=dtype)
-    views, offset = {}, 0
+    views = views_into(flat, {name: np.shape(t) for name, t in tensors.items()})
     for name, tensor in tensors.items():
-        views[name] = flat[offset: offset + np.size(tensor)].reshape(np.shape(tensor))
         views[name][...] = tensor
-        offset += np.size(tensor)
+    return views
+
+
+def views_into(flat, shapes):
+    """A dict of views into the 1-D buffer flat, back to back, one per name with its shape.
+
+    Example: views_into(np.arange(7), {"a": (2, 2), "b": (3,)}) -> {"a": [[0, 1], [2, 3]], "b": [4, 5, 6]}
+    """
+    views, offset = {}, 0
+    for name, shape in shapes.items():
+        size = math.prod(shape)
+        views[name] = flat[offset: offset + size].reshape(shape)
+        offset += size
     return views
 
 
@@ -91,7 +102,8 @@ def flat_buffer(tensors):
 
 def zeros_like(tensors):
     """A packed dict of zeros with the keys, order, shapes and dtype of `tensors`."""
-    return pack({name: np.zeros(t.shape, t.dtype) for name, t in tensors.items()})
+    flat = np.zeros(sum(t.size for t in tensors.values()), dtype=np.result_type(*tensors.values()))
+    return views_into(flat, {name: t.shape for name, t in tensors.items()})
 
 
 def xavier_uniform(n_in, n_out, rng):
@@ -350,12 +362,12 @@ def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar
     return float(loss), (probs, targets)
 
 
-def cross_entropy_backward(cache):  # -> dlogits (N, V)
+def cross_entropy_backward(cache):  # -> dlogits (N, V); uses up the cache: probs becomes dlogits
     probs, targets = cache
     N = len(targets)
-    # dlogits = (probs - onehot) / N: the loss is a mean over N positions
-    dlogits = probs / N
-    dlogits[np.arange(N), targets] -= 1.0 / N
+    dlogits = probs
+    dlogits[np.arange(N), targets] -= 1.0
+    dlogits /= N  # dlogits = (probs - onehot) / N: the loss is a mean over N positions
     return dlogits
 
 
@@ -405,6 +417,7 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
     check_ids(targets, cfg, what="targets")
     logits, (batch, block_caches, lnf_cache, head_cache) = forward(params, ids, cfg)
     loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), targets.reshape(-1))
+    del logits  # (B, T, V), as large as the backward's own arrays: let them reuse its memory
 
     grads = zeros_like(params)
     dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
