@@ -148,6 +148,18 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 
 
 # ---------------------------------------------------------------------------------------------
+# Sums over the last axis, used by every normalization below.
+
+def row_sum(*factors):  # one or more (..., n) arrays -> (..., 1)
+    """The sum over the last axis of the product of the factors, without making the product array.
+
+    einsum also sums a single array over its last axis about three times faster than .sum(axis=-1).
+    Example: row_sum(np.array([[1., 2.], [3., 4.]]), np.array([[1., 1.], [0., 2.]])) -> [[3.], [8.]]
+    """
+    return np.einsum(",".join(["...i"] * len(factors)) + "->...", *factors)[..., None]
+
+
+# ---------------------------------------------------------------------------------------------
 # Linear layer: y = x W + b, with W stored (n_in, n_out).
 
 # The products are taken on the rows flattened to (N, n_in): one large matrix product is faster
@@ -173,13 +185,10 @@ def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n
 # ---------------------------------------------------------------------------------------------
 # Layer normalization over the last axis: y = (x - mean) / sqrt(var + eps) * gain + shift.
 
-# Row means of a product, mean(a * b), are taken as einsum("...c,...c->...", a, b) / C: the same sums
-# without the full-size product array.
-
 def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
     C = x.shape[-1]
-    xhat = x - x.mean(axis=-1, keepdims=True)  # centred, then scaled in place to xhat
-    variance = np.einsum("...c,...c->...", xhat, xhat)[..., None] / C  # (..., 1)
+    xhat = x - row_sum(x) / C  # centred, then scaled in place to xhat
+    variance = row_sum(xhat, xhat) / C  # (..., 1)
     rstd = 1.0 / np.sqrt(variance + eps)
     xhat *= rstd
     out = xhat * gain
@@ -195,8 +204,8 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     dx = dout * gain  # dxhat, turned into dx in place
     # xhat depends on x directly and through the mean and the variance; the two means below are
     # those two paths: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-    mean_dxhat = dx.mean(axis=-1, keepdims=True)
-    mean_dxhat_xhat = np.einsum("...c,...c->...", dx, xhat)[..., None] / C
+    mean_dxhat = row_sum(dx) / C
+    mean_dxhat_xhat = row_sum(dx, xhat) / C
     dx -= mean_dxhat
     dx -= xhat * mean_dxhat_xhat
     dx *= rstd
@@ -254,13 +263,13 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
 def softmax(x):  # (..., n) -> (..., n), over the last axis; overwrites x
     x -= x.max(axis=-1, keepdims=True)  # exp of the largest entry is 1: no overflow
     np.exp(x, out=x)
-    x /= x.sum(axis=-1, keepdims=True)
+    x /= row_sum(x)
     return x
 
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
     # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
-    dx = dout - np.einsum("...j,...j->...", dout, probs)[..., None]  # einsum: the row sums, no product array
+    dx = dout - row_sum(dout, probs)
     dx *= probs
     return dx
 
@@ -355,10 +364,10 @@ def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar
     probs = logits - logits.max(axis=-1, keepdims=True)  # shifted: exp of the largest entry is 1
     shifted_target = probs[np.arange(len(targets)), targets]
     np.exp(probs, out=probs)  # probs becomes exp(shifted), then exp(shifted) / sum_exp, in place
-    sum_exp = probs.sum(axis=-1)
+    sum_exp = row_sum(probs)  # (N, 1)
     # -log softmax(logits)[target] = log(sum_j exp(shifted_j)) - shifted[target]
-    loss = np.mean(np.log(sum_exp) - shifted_target)
-    probs /= sum_exp[:, None]
+    loss = np.mean(np.log(sum_exp[:, 0]) - shifted_target)
+    probs /= sum_exp
     return float(loss), (probs, targets)
 
 

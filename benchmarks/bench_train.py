@@ -22,6 +22,7 @@ Also printed:
 import argparse
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -89,6 +90,13 @@ def seconds(fn):
     return time.perf_counter() - start
 
 
+def timed(step):
+    """Run step once: the seconds it took and the minor page faults of this process meanwhile."""
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    took = seconds(step)
+    return took, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+
+
 def matmul_flops(shape):
     """FLOPs of the step's matrix products: forward, then backward (two products per forward one).
 
@@ -152,21 +160,23 @@ def bench(shape, reps, warmup):
     steps = {"numpy": numpy_step_fn(*problem)}
     if torch is not None:
         steps["torch"] = torch_step_fn(*problem)
-    times = {side: [] for side in steps}
+    runs = {side: [] for side in steps}
     for _ in range(warmup):
         for step in steps.values():
             step()
     for _ in range(reps):
         for side, step in steps.items():
-            times[side].append(seconds(step))
-    ms = {side: 1e3 * statistics.median(t) for side, t in times.items()}
+            runs[side].append(timed(step))
+    ms = {side: 1e3 * statistics.median(took for took, _ in r) for side, r in runs.items()}
+    faults = {side: statistics.median(f for _, f in r) for side, r in runs.items()}
     flops = matmul_flops(shape)
     peak = sgemm_gflops()
     B, T, C, nh, L, F, V = SHAPES[shape]
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32, {reps} steps each")
-    print(f"  numpy (ours) : {ms['numpy']:8.2f} ms/step (median)")
+    print(f"  numpy (ours) : {ms['numpy']:8.2f} ms/step (median), {faults['numpy']:.0f} page faults/step")
     if torch is not None:
-        print(f"  torch        : {ms['torch']:8.2f} ms/step (median), eager, {torch.get_num_threads()} threads")
+        print(f"  torch        : {ms['torch']:8.2f} ms/step (median), {faults['torch']:.0f} page faults/step, "
+              f"eager, {torch.get_num_threads()} threads")
         print(f"  speed-up     : {ms['torch'] / ms['numpy']:8.2f} x  (torch ms / ours ms)")
     else:
         print(f"  torch        : not measured: {TORCH_MISSING}")
