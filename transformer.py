@@ -231,9 +231,10 @@ def attention_forward(x, p, num_heads):  # (B, T, C), block params -> (B, T, C)
     scores *= 1.0 / math.sqrt(hs)
     scores += causal_mask(T, x.dtype)  # position t sees positions 0..t only
     attn = softmax(scores)  # (B, nh, T, T), each row sums to 1
-    heads = attn @ v  # (B, nh, T, hs)
-    merged = heads.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, nh, T, hs) -> (B, T, C)
-    out, out_cache = linear_forward(merged, p["Wo"], p["bo"])
+    # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concat_heads needs
+    merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
+    np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
+    out, out_cache = linear_forward(merged.reshape(B, T, C), p["Wo"], p["bo"])  # (B, T, nh, hs) -> (B, T, C)
     return out, (qkv_cache, q, k, v, attn, out_cache)
 
 
@@ -242,17 +243,15 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     B, nh, T, hs = q.shape
     dmerged, dWo, dbo = linear_backward(dout, out_cache)
     dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
+    # heads = attn @ v gives dattn = dheads @ v^T, and attn = softmax(scores) gives dscores
+    dscores = softmax_backward(dheads @ v.swapaxes(-1, -2), attn)  # (B, nh, T, T)
+    dscores *= 1.0 / math.sqrt(hs)  # masked entries have attn = 0, so they get 0 here
     # dq, dk and dv are written straight into one (B, T, 3C) array, through the same views the
     # forward took q, k and v from, rather than computed apart and then copied together
     dqkv = np.empty((B, T, 3, nh, hs), dtype=q.dtype)
     dq, dk, dv = dqkv.transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
-    # heads = attn @ v
-    dattn = dheads @ v.swapaxes(-1, -2)  # (B, nh, T, T)
-    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv)
-    dscores = softmax_backward(dattn, attn)  # masked entries have attn = 0, so they get 0 here
-    dscores *= 1.0 / math.sqrt(hs)
-    # scores = q @ k^T
-    np.matmul(dscores, k, out=dq)
+    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv)  # heads = attn @ v
+    np.matmul(dscores, k, out=dq)  # scores = q @ k^T
     np.matmul(dscores.swapaxes(-1, -2), q, out=dk)
     dx, dW_qkv, db_qkv = linear_backward(dqkv.reshape(B, T, 3 * nh * hs), qkv_cache)  # (B, T, 3C)
     dWq, dWk, dWv = np.split(dW_qkv, 3, axis=1)
@@ -309,8 +308,10 @@ def gelu_forward(x):  # (...) -> (...)
     return out, dy_dx
 
 
-def gelu_backward(dout, dy_dx):  # (...) -> (...)
-    return dout * dy_dx
+def gelu_backward(dout, dy_dx):  # (...) -> (...); uses up the cache: dy/dx becomes dx
+    dx = dy_dx
+    dx *= dout
+    return dx
 
 
 # ---------------------------------------------------------------------------------------------
