@@ -61,19 +61,28 @@ class Adam:
     def step(self, params, grads, lr):
         """One update of params, in place, from grads at learning rate lr."""
         p, g = flat_buffer(params), flat_buffer(grads)
+        # each intermediate below is written into this one vector: a fresh temporary of P numbers
+        # per line would cost as much time as the arithmetic
+        scratch = np.empty_like(p)
         self.t += 1
         self.m *= self.beta1
-        self.m += (1.0 - self.beta1) * g
+        self.m += np.multiply(g, 1.0 - self.beta1, out=scratch)  # m = beta1 m + (1 - beta1) g
         self.v *= self.beta2
-        self.v += (1.0 - self.beta2) * (g * g)
+        g_squared = np.multiply(g, g, out=scratch)
+        g_squared *= 1.0 - self.beta2
+        self.v += g_squared  # v = beta2 v + (1 - beta2) g^2
         if self.weight_decay:
-            p -= (lr * self.weight_decay) * self.decayed * p
+            decay = np.multiply(self.decayed, p, out=scratch)
+            decay *= lr * self.weight_decay
+            p -= decay  # p = p - lr * weight_decay * p, on matrices only
         bias1 = 1.0 - self.beta1 ** self.t
         bias2 = 1.0 - self.beta2 ** self.t
-        denominator = np.sqrt(self.v)
+        denominator = np.sqrt(self.v, out=scratch)
         denominator *= 1.0 / math.sqrt(bias2)
-        denominator += self.eps
-        p -= (lr / bias1) * self.m / denominator
+        denominator += self.eps  # sqrt(v_hat) + eps
+        update = np.divide(self.m, denominator, out=scratch)
+        update *= lr / bias1
+        p -= update  # p = p - lr * m_hat / (sqrt(v_hat) + eps)
 
     def state(self):
         """What a resumed run needs: the two moments and the step count."""
