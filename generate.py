@@ -18,7 +18,7 @@ import numpy as np
 
 import checkpoint
 import config
-from transformer import forward
+from transformer import forward, keys_values
 
 
 ROUNDING = 1e-9  # top-p counts a set as reaching top_p when it falls short by less than this
@@ -74,23 +74,31 @@ def sample_next(logits, sampling, rng):  # (V,) -> int
     return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
 
 
-def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, stop_id=None):
+def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, stop_id=None, use_cache=True):
     """Yield up to max_new_tokens new ids, each as soon as it is drawn; stop after stop_id.
 
-    Each step feeds the model only the last `window` ids, so a prompt of any length works.
+    The model reads only the last `window` ids, so a prompt of any length works. With use_cache,
+    while the window still grows each new id costs the work of one position: the keys and values
+    of the earlier ones are kept (a key/value cache). Once the window is full it slides, every
+    id moves to a new position, and the model reads the whole window again.
     """
     if len(prompt_ids) == 0:
         raise ValueError("the prompt is empty: give at least one character")
     if not 0 < window <= cfg.context_len:
         raise ValueError(f"the window must be in 1..{cfg.context_len} (context_len), got {window}")
-    ids = list(prompt_ids)
-    for _ in range(max_new_tokens):
-        logits, _ = forward(params, np.array(ids[-window:]), cfg)
+    context = list(prompt_ids)[-window:]
+    logits, cache = forward(params, np.array(context), cfg)
+    for step in range(max_new_tokens):
         next_id = sample_next(logits[-1], sampling, rng)
-        ids.append(next_id)
         yield next_id
-        if next_id == stop_id:
+        if next_id == stop_id or step == max_new_tokens - 1:
             return
+        context.append(next_id)
+        if use_cache and len(context) <= window:
+            logits, cache = forward(params, np.array([next_id]), cfg, past=keys_values(cache))
+        else:
+            context = context[-window:]
+            logits, cache = forward(params, np.array(context), cfg)
 
 
 def load_for_sampling(p, argv=None):

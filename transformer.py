@@ -137,8 +137,8 @@ def block_params(tensors, layer):
 # ---------------------------------------------------------------------------------------------
 # Embeddings: the first step of forward and the last of the backward pass.
 
-def embed_forward(params, ids):  # (..., T) ints -> (..., T, C)
-    return params["tok_emb"][ids] + params["pos_emb"][: ids.shape[-1]]
+def embed_forward(params, ids, start=0):  # (..., T) ints -> (..., T, C); start: position of the first id
+    return params["tok_emb"][ids] + params["pos_emb"][start: start + ids.shape[-1]]
 
 
 def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
@@ -215,11 +215,14 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
 # ---------------------------------------------------------------------------------------------
 # Causal multi-head self-attention.
 
-def causal_mask(T, dtype):  # -> (T, T): 0 where position t may see position s (s <= t), -inf above
-    return np.triu(np.full((T, T), -np.inf, dtype=dtype), k=1)
+def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S positions
+    # 0 where query t may see key s (s <= t, counting both in positions), -inf where s is later
+    return np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
 
 
-def attention_forward(x, p, num_heads):  # (B, T, C), block params -> (B, T, C)
+def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
+    """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
+    with a key/value cache; the T rows of x are then the positions that follow them."""
     B, T, C = x.shape
     hs = C // num_heads
     # Q, K, V = x Wq + bq, x Wk + bk, x Wv + bv, as one product with the three matrices side by side
@@ -227,10 +230,12 @@ def attention_forward(x, p, num_heads):  # (B, T, C), block params -> (B, T, C)
     b_qkv = np.concatenate([p["bq"], p["bk"], p["bv"]])
     qkv, qkv_cache = linear_forward(x, W_qkv, b_qkv)  # (B, T, 3C)
     q, k, v = qkv.reshape(B, T, 3, num_heads, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
-    scores = q @ k.swapaxes(-1, -2)  # (B, nh, T, T)
+    if past is not None:
+        k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, nh, S, hs)
+    scores = q @ k.swapaxes(-1, -2)  # (B, nh, T, S); S = T without a past
     scores *= 1.0 / math.sqrt(hs)
-    scores += causal_mask(T, x.dtype)  # position t sees positions 0..t only
-    attn = softmax(scores)  # (B, nh, T, T), each row sums to 1
+    scores += causal_mask(T, k.shape[2], x.dtype)  # position t sees positions 0..t only
+    attn = softmax(scores)  # (B, nh, T, S), each row sums to 1
     # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concat_heads needs
     merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
     np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
@@ -241,6 +246,7 @@ def attention_forward(x, p, num_heads):  # (B, T, C), block params -> (B, T, C)
 def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
     qkv_cache, q, k, v, attn, out_cache = cache
     B, nh, T, hs = q.shape
+    assert k.shape[2] == T, "no backward through a forward with a key/value cache (past)"
     dmerged, dWo, dbo = linear_backward(dout, out_cache)
     dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
     # heads = attn @ v gives dattn = dheads @ v^T, and attn = softmax(scores) gives dscores
@@ -335,9 +341,9 @@ def mlp_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W1": dW1, "b1": d
 # ---------------------------------------------------------------------------------------------
 # One pre-LN block: X = X + attention(LN1(X)); X = X + MLP(LN2(X)).
 
-def block_forward(x, p, cfg):  # (B, T, C), block params -> (B, T, C)
+def block_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (B, T, C)
     h1, ln1_cache = layernorm_forward(x, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
-    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+    attended, attn_cache = attention_forward(h1, p, cfg.num_heads, past)
     x = x + attended
     h2, ln2_cache = layernorm_forward(x, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
     fed, mlp_cache = mlp_forward(h2, p)
@@ -384,16 +390,17 @@ def cross_entropy_backward(cache):  # -> dlogits (N, V); uses up the cache: prob
 # ---------------------------------------------------------------------------------------------
 # The whole model.
 
-def check_ids(ids, cfg, what="ids"):
-    """Raise ValueError, saying what to change, unless ids is a (T,) or (B, T) array of valid ids."""
+def check_ids(ids, cfg, what="ids", start=0):
+    """Raise ValueError, saying what to change, unless ids is a (T,) or (B, T) array of valid ids
+    that fits the position table from position `start` on."""
     if ids.ndim not in (1, 2):
         raise ValueError(f"{what} must have shape (T,) or (B, T), got {ids.shape}")
     if ids.shape[-1] == 0 or ids.size == 0:
         raise ValueError(f"{what} is empty: give at least one token")
     if not np.issubdtype(ids.dtype, np.integer):
         raise ValueError(f"{what} must be integers, got dtype {ids.dtype}")
-    if ids.shape[-1] > cfg.context_len:
-        raise ValueError(f"cannot forward a sequence of length {ids.shape[-1]}: context_len is only "
+    if start + ids.shape[-1] > cfg.context_len:
+        raise ValueError(f"cannot forward a sequence of length {start + ids.shape[-1]}: context_len is only "
                          f"{cfg.context_len}; use the last {cfg.context_len} tokens or a larger context_len")
     low, high = ids.min(), ids.max()
     if low < 0 or high >= cfg.vocab_size:
@@ -401,19 +408,32 @@ def check_ids(ids, cfg, what="ids"):
         raise ValueError(f"{what} holds {bad}, outside the vocabulary [0, {cfg.vocab_size})")
 
 
-def forward(params, ids, cfg):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
+def forward(params, ids, cfg, past=None):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
+    """past: keys_values(cache) of an earlier forward, whose positions ids continue (generation)."""
     ids = np.asarray(ids)
-    check_ids(ids, cfg)
+    start = 0 if past is None else past[0][0].shape[2]  # positions already in the key/value cache
+    check_ids(ids, cfg, start=start)
     batch = ids.reshape(-1, ids.shape[-1])  # (T,) -> (1, T): one code path for both
-    X = embed_forward(params, batch)  # (B, T, C)
+    X = embed_forward(params, batch, start)  # (B, T, C)
     block_caches = []
     for layer in range(cfg.num_layers):
-        X, block_cache = block_forward(X, block_params(params, layer), cfg)
+        X, block_cache = block_forward(X, block_params(params, layer), cfg, None if past is None else past[layer])
         block_caches.append(block_cache)
     Xf, lnf_cache = layernorm_forward(X, params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)
     logits, head_cache = linear_forward(Xf, params["W_out"], params["b_out"])  # (B, T, V)
     cache = (batch, block_caches, lnf_cache, head_cache)
     return logits.reshape(*ids.shape, cfg.vocab_size), cache
+
+
+def keys_values(cache):
+    """Every block's keys and values, each (B, nh, S, hs), from a forward's cache: the past to
+    hand to the next forward, so that it computes only the new positions."""
+    _, block_caches, _, _ = cache
+    past = []
+    for _, attn_cache, _, _ in block_caches:
+        _, _, k, v, _, _ = attn_cache
+        past.append((k, v))
+    return past
 
 
 def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets -> loss, grads

@@ -11,7 +11,7 @@ import pytest
 
 import generate
 from generate import Sampling, filtered_probs, sample_next
-from transformer import init_params
+from transformer import forward, init_params
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,8 @@ def test_the_boundaries_of_sampling_are_accepted():
 
 def next_is_last_plus_one(calls):
     """A stand-in for transformer.forward that records the ids it gets and makes the next id
-    the last id + 1 (mod V) by a wide margin, so greedy decoding is known in advance."""
+    the last id + 1 (mod V) by a wide margin, so greedy decoding is known in advance.
+    It keeps no keys and values, so generate must run with use_cache=False over it."""
     def forward(params, ids, cfg):
         calls.append(list(ids))
         logits = np.zeros((len(ids), cfg.vocab_size))
@@ -132,7 +133,7 @@ def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
     calls = []
     monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
     prompt = [3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0]  # 12 ids: longer than the window and than context_len 8
-    new = list(generate.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0)))
+    new = list(generate.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0), use_cache=False))
     assert new == [1, 2, 3, 4, 5]
     seen = prompt + new
     assert calls == [seen[len(prompt) + i - 3: len(prompt) + i] for i in range(5)]
@@ -141,8 +142,29 @@ def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
 def test_ids_are_yielded_as_they_are_drawn(tiny_cfg, monkeypatch):
     calls = []
     monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
-    new_ids = generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0))
+    new_ids = generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0), use_cache=False)
     assert next(new_ids) == 1 and len(calls) == 1
+
+
+def test_the_cache_gives_the_same_tokens_as_reading_the_whole_window(tiny_cfg, tiny_params):
+    sampling = Sampling(1.0, 0, 1.0)  # sampled, so any difference in the logits could change a draw
+    for prompt, window in [([3], 8), ([1, 2, 3, 4, 5, 6, 0, 1, 2, 3], 5), ([6, 5], 2)]:
+        cached, uncached = (list(generate.generate(tiny_params, tiny_cfg, prompt, 25, window, sampling,
+                                                   np.random.default_rng(9), use_cache=use_cache))
+                            for use_cache in (True, False))
+        assert cached == uncached, (prompt, window)
+
+
+def test_the_cache_feeds_one_id_a_step_until_the_window_slides(tiny_cfg, tiny_params, monkeypatch):
+    calls = []
+
+    def spy(params, ids, cfg, past=None):
+        calls.append((len(ids), 0 if past is None else past[0][0].shape[2]))  # (ids read, positions cached)
+        return forward(params, ids, cfg, past)
+    monkeypatch.setattr(generate, "forward", spy)
+    list(generate.generate(tiny_params, tiny_cfg, [1, 2], 6, 4, GREEDY, np.random.default_rng(0)))
+    # the prompt's 2 ids; then 1 id after 2, then after 3 cached; then the window of 4 slides
+    assert calls == [(2, 0), (1, 2), (1, 3), (4, 0), (4, 0), (4, 0)]
 
 
 def test_older_ids_outside_the_window_change_nothing(tiny_cfg, tiny_params):
@@ -166,8 +188,8 @@ def test_max_new_tokens_is_the_length_without_a_stop(tiny_cfg, tiny_params, max_
 def test_stop_id_ends_the_continuation_after_yielding_it(tiny_cfg, monkeypatch):
     monkeypatch.setattr(generate, "forward", next_is_last_plus_one([]))
     rng = np.random.default_rng(0)
-    assert list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3)) == [1, 2, 3]
-    assert len(list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng))) == 10
+    assert list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3, use_cache=False)) == [1, 2, 3]
+    assert len(list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, use_cache=False))) == 10
 
 
 def test_an_empty_prompt_or_a_window_beyond_context_len_raises(tiny_cfg, tiny_params):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from gradcheck import numerical_grad
-from transformer import (ModelConfig, embed_backward, embed_forward, flat_buffer, forward, init_params,
-                         loss_and_grads, pack, param_shapes, zeros_like)
+from transformer import (ModelConfig, causal_mask, embed_backward, embed_forward, flat_buffer, forward, init_params,
+                         keys_values, loss_and_grads, pack, param_shapes, zeros_like)
 
 # The hand-picked tables of the embeddings page
 TOK_EMB = [[0.1, 0.2], [0.3, -0.1], [0.5, 0.4], [-0.2, 0.6]]
@@ -182,3 +182,24 @@ def test_bad_model_config_is_a_value_error(field, value):
     fields = dict(vocab_size=7, context_len=8, emb_dim=4, num_heads=2, num_layers=2, ff_dim=8, ln_eps=1e-5)
     with pytest.raises(ValueError, match=field if field != "num_heads" else "divisible"):
         ModelConfig(**{**fields, field: value})
+
+
+def test_forward_with_past_keys_and_values_equals_the_full_forward(tiny_cfg, tiny_params):
+    ids = np.array([[3, 1, 4, 1, 5, 2, 6], [2, 6, 5, 3, 5, 0, 1]])
+    full, _ = forward(tiny_params, ids, tiny_cfg)
+    first, cache = forward(tiny_params, ids[:, :4], tiny_cfg)
+    step, cache = forward(tiny_params, ids[:, 4:5], tiny_cfg, past=keys_values(cache))  # one new position
+    rest, _ = forward(tiny_params, ids[:, 5:], tiny_cfg, past=keys_values(cache))  # two more at once
+    assert np.allclose(np.concatenate([first, step, rest], axis=1), full, rtol=0, atol=1e-13)
+    assert keys_values(cache)[1][0].shape == (2, tiny_cfg.num_heads, 5, tiny_cfg.head_dim)
+
+
+def test_forward_with_past_refuses_to_run_past_the_position_table(tiny_cfg, tiny_params):
+    _, cache = forward(tiny_params, np.arange(7) % 7, tiny_cfg)
+    with pytest.raises(ValueError, match="sequence of length 9: context_len is only 8"):
+        forward(tiny_params, np.array([1, 2]), tiny_cfg, past=keys_values(cache))
+
+
+def test_causal_mask_for_queries_that_follow_cached_positions():
+    assert np.array_equal(causal_mask(2, 4, np.float64), [[0, 0, 0, -np.inf], [0, 0, 0, 0]])
+    assert np.array_equal(causal_mask(3, 3, np.float64), np.triu(np.full((3, 3), -np.inf), k=1))
