@@ -1,0 +1,176 @@
+"""Write docs/figures.json: the "actual model output" numbers the docs pages quote, from a real checkpoint.
+
+    python docs/make_figures.py [--checkpoint checkpoints]
+
+Every figure is computed here from the checkpoint's files, never typed in; the pages quote them
+as `figure:name` and tests/test_docs.py checks each quote against this file. Beside the figures
+it records where they came from: the commit, the sha256 of each checkpoint file and of the
+corpus, the settings the model was trained with, and the library versions.
+"""
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+import checkpoint  # noqa: E402
+from generate import Sampling, filtered_probs, generate  # noqa: E402
+from optim import lr_schedule  # noqa: E402
+from transformer import (block_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
+                         layernorm_forward, linear_forward)
+
+PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
+NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
+
+
+def numbers(values, digits=4):
+    return "[" + ", ".join(f"{v:.{digits}f}" for v in np.ravel(values)) + "]"
+
+
+def provenance(folder, meta):
+    corpus = Path(meta["corpus"]["path"])
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                           capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return {
+        "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+        "model.npz sha256": checkpoint.sha256_of(folder / "model.npz"),
+        "model.json sha256": checkpoint.sha256_of(folder / "model.json"),
+        "model.tok.json sha256": checkpoint.sha256_of(folder / "model.tok.json"),
+        "corpus": str(corpus.name),
+        "corpus sha256": meta["corpus"]["sha256"],
+        "corpus sha256 checked": corpus.is_file() and checkpoint.sha256_of(corpus) == meta["corpus"]["sha256"],
+        "trained_at": meta["trained_at"],
+        "settings": meta["settings"],
+        "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__},
+        "versions at training": meta["versions"],
+    }
+
+
+def decay_only(model, T):
+    """Rows T.. of pos_emb as weight decay alone would leave them: their initial values times
+    prod over the steps of (1 - lr_t * weight_decay). They never get a gradient, so Adam's moments
+    for them stay 0 and its update is 0 / (0 + eps) = 0."""
+    s, meta = model.meta["settings"], model.meta
+    initial = init_params(model.cfg, np.random.default_rng(s["seed"]))["pos_emb"][T:]
+    steps_per_epoch = meta["steps"] // meta["best_epoch"]
+    total = s["epochs"] * steps_per_epoch
+    factor = np.prod([1 - lr_schedule(t, total, s["lr_max"], s["lr_min"], s["warmup_steps"]) * s["weight_decay"]
+                      for t in range(1, meta["steps"] + 1)])
+    return initial * factor, factor
+
+
+def embedding_figures(model, ids):
+    params, cfg = model.params, model.cfg
+    X0 = embed_forward(params, ids)
+    T = len(ids)
+    row_norms = np.linalg.norm(params["pos_emb"], axis=1)
+    predicted, factor = decay_only(model, T)
+    return {
+        "tok_emb.shape": str(params["tok_emb"].shape), "pos_emb.shape": str(params["pos_emb"].shape),
+        "tensors": str(len(params)), "parameters": f"{sum(p.size for p in params.values()):,}",
+        "window.tokens": str(T), "X0.shape": str(X0.shape), "X0[0, :4]": numbers(X0[0, :4]),
+        "pos_emb.read_rows.mean_norm": f"{row_norms[:T].mean():.4f}",
+        "pos_emb.unread_rows.mean_norm": f"{row_norms[T:].mean():.4f}",
+        "pos_emb.unread_rows.decay_factor": f"{factor:.4f}",
+        "pos_emb.unread_rows.predicted_mean_norm": f"{np.linalg.norm(predicted, axis=1).mean():.4f}",
+        "pos_emb.unread_rows.largest_gap": f"{np.abs(params['pos_emb'][T:] - predicted).max():.1e}",
+    }
+
+
+def block_figures(model, ids):
+    params, cfg = model.params, model.cfg
+    X = embed_forward(params, ids[None])  # (1, T, C)
+    figures = {"residual.X0.mean_norm": f"{np.linalg.norm(X, axis=-1).mean():.4f}"}
+    h1, _ = layernorm_forward(X, params["block0.ln1_gain"], params["block0.ln1_shift"], cfg.ln_eps)
+    figures.update({"ln1.in.row0.mean": f"{X[0, 0].mean():.4f}", "ln1.in.row0.std": f"{X[0, 0].std():.4f}",
+                    "ln1.out.row0.mean": f"{h1[0, 0].mean():.4f}", "ln1.out.row0.std": f"{h1[0, 0].std():.4f}",
+                    "block0.ln1_gain.range": numbers([params["block0.ln1_gain"].min(),
+                                                      params["block0.ln1_gain"].max()], 3)})
+    for layer in range(cfg.num_layers):
+        p = block_params(params, layer)
+        X, (_, attn_cache, ln2_cache, _) = block_forward(X, p, cfg)
+        attn = attn_cache[4]  # (1, nh, T, T)
+        figures[f"residual.block{layer}.mean_norm"] = f"{np.linalg.norm(X, axis=-1).mean():.4f}"
+        for head in range(cfg.num_heads):
+            last_row = attn[0, head, -1]
+            figures[f"attention.block{layer}.head{head}.last_row"] = numbers(last_row, 2)
+            figures[f"attention.block{layer}.head{head}.argmax"] = str(int(np.argmax(last_row)))
+        xhat = ln2_cache[0]
+        hidden, _ = linear_forward(xhat * p["ln2_gain"] + p["ln2_shift"], p["W1"], p["b1"])
+        figures[f"mlp.block{layer}.hidden.shape"] = str(hidden[0].shape)
+        figures[f"mlp.block{layer}.hidden.negative_fraction"] = f"{(hidden < 0).mean():.3f}"
+    return figures
+
+
+def output_figures(model, ids):
+    params, cfg, tokenizer = model.params, model.cfg, model.tokenizer
+    logits, _ = forward(params, ids[:-1], cfg)
+    log_probs = logits - logits.max(axis=-1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(axis=-1, keepdims=True))
+    window_loss = -log_probs[np.arange(len(ids) - 1), ids[1:]].mean()
+    next_logits, _ = forward(params, np.array(tokenizer.encode(NEXT_PROMPT)), cfg)
+    probs = filtered_probs(next_logits[-1], Sampling(1.0, 0, 1.0))
+    top = np.argsort(-probs, kind="stable")[:5]
+    settings = model.meta["settings"]
+    kept = filtered_probs(next_logits[-1], Sampling(settings["temperature"], settings["top_k"], settings["top_p"]))
+    continuation = generate(params, cfg, tokenizer.encode(NEXT_PROMPT), settings["max_new_tokens"],
+                            settings["seq_len"], Sampling(settings["temperature"], settings["top_k"],
+                                                          settings["top_p"]),
+                            np.random.default_rng(settings["seed"]))
+    text = tokenizer.decode(tokenizer.encode(NEXT_PROMPT) + list(continuation)).split("\n")[0]
+    return {
+        "logits.shape": str(logits.shape), "window.loss": f"{window_loss:.4f}",
+        "uniform.loss": f"{np.log(cfg.vocab_size):.4f}",
+        "next.top5": ", ".join(f"{tokenizer.decode([i])!r} {probs[i]:.3f}" for i in top),
+        "next.kept_by_sampling": str(int((kept > 0).sum())),
+        "sample.seed": str(settings["seed"]), "sample.text": text,
+    }
+
+
+def training_figures(model):
+    meta = model.meta
+    best = min(meta["history"], key=lambda h: h["val_loss"])
+    return {
+        "train.epochs": str(len(meta["history"])), "train.steps": f"{meta['steps']:,}",
+        "train.best_epoch": str(best["epoch"]), "train.best.val_loss": f"{best['val_loss']:.4f}",
+        "train.best.val_bpc": f"{best['val_bpc']:.3f}", "train.best.train_loss": f"{best['train_loss']:.4f}",
+        "train.first.val_loss": f"{meta['history'][0]['val_loss']:.4f}",
+    }
+
+
+def tokenizer_figures(model):
+    tokenizer = model.tokenizer
+    pieces = [tokenizer.decode([i]) for i in tokenizer.encode(PROMPT)]
+    return {
+        "tokenizer.alphabet": str(len(tokenizer.alphabet)), "tokenizer.merges": str(len(tokenizer.merges)),
+        "tokenizer.vocab_size": str(tokenizer.vocab_size),
+        "tokenizer.first_merges": ", ".join(repr(tokenizer.decode([len(tokenizer.alphabet) + i])) for i in range(5)),
+        "tokenizer.prompt.pieces": " | ".join(pieces), "tokenizer.prompt.tokens": str(len(pieces)),
+        "tokenizer.prompt.characters": str(len(PROMPT)),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", default=str(REPO / "checkpoints"))
+    folder = Path(p.parse_args().checkpoint)
+    model = checkpoint.load(folder)
+    ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
+    figures = {**embedding_figures(model, ids), **block_figures(model, ids), **output_figures(model, ids),
+               **training_figures(model), **tokenizer_figures(model),
+               "window.text": model.tokenizer.decode(list(ids))}
+    out = {"provenance": provenance(folder, model.meta), "figures": figures}
+    (REPO / "docs" / "figures.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote docs/figures.json: {len(figures)} figures from {folder}/")
+
+
+if __name__ == "__main__":
+    main()

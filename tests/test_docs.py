@@ -1,0 +1,158 @@
+"""The docs stay true: every citation points at the code it quotes, every worked example computes.
+
+Conventions the pages follow (docs/index.md says the same for writers):
+- A citation is `file.py:N` or `file.py:N-M`. In a table row, every other `code span` of the row
+  must appear in the cited lines. A citation on a line of its own, followed by a ```python block,
+  must match those lines exactly. Anywhere else, the lines must exist.
+- A worked example is a line `Example: tests/test_file.py::test_name`, followed by a table whose
+  columns are Step | Code | Value. A row whose Code is a plain name defines it from its Value (a
+  Python literal); every other row's Code is evaluated with NumPy (as np) and the project's
+  modules in scope, and must equal its Value (to the digits shown). The named test must exist and
+  contain each defining value, so the page's numbers are the test's numbers.
+- Figures from a trained model sit in docs/figures.json, written by docs/make_figures.py; a page
+  quotes them as `figure:name`, and the value beside it must match.
+"""
+
+import ast
+import importlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+EXAMPLE = re.compile(r"^Example: (tests/\w+\.py)::(\w+)\s*$")
+PROJECT_MODULES = ("transformer", "optim", "tokenizer", "generate", "gradcheck", "checkpoint")
+
+
+def squash(text):
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def cited_lines(path, first, last):
+    lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+    assert 1 <= first <= last <= len(lines), f"{path}:{first}-{last} is outside the file ({len(lines)} lines)"
+    return lines[first - 1: last]
+
+
+def citations(page):
+    """(line number on the page, file, first, last, the page's line, the lines after it) for each citation."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        for match in CITATION.finditer(line):
+            first = int(match[2])
+            yield number, match[1], first, int(match[3] or first), line, lines[number:]
+
+
+def fenced_block(after):
+    """The lines of a ```python block that starts on the first non-blank line of `after`, or None."""
+    rest = [line for line in after]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    if not rest or not rest[0].startswith("```python"):
+        return None
+    return rest[1: rest.index("```", 1)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_citation_quotes_its_lines(page):
+    checked = 0
+    for number, path, first, last, line, after in citations(page):
+        where = f"{page.name}:{number} cites {path}:{first}-{last}"
+        code = cited_lines(path, first, last)
+        block = fenced_block(after) if squash(CODE_SPAN.sub("", CITATION.sub("", line))).strip("*`#: ") == "" else None
+        if block is not None:
+            assert block == code, f"{where}: the code block differs from those lines"
+        elif line.lstrip().startswith("|"):
+            spans = [s for s in CODE_SPAN.findall(line) if not CITATION.fullmatch(s) and not s.startswith("figure:")]
+            for span in spans:
+                assert squash(span) in squash(" ".join(code)), f"{where}: `{span}` is not in those lines"
+        checked += 1
+    assert checked or page.name == "index.md", f"{page.name} cites no code"
+
+
+def literal(text):
+    """A Python literal from a page, lists and dicts of numbers turned into arrays."""
+    value = ast.literal_eval(text)
+    if isinstance(value, dict):
+        return {k: np.array(v) if isinstance(v, list) else v for k, v in value.items()}
+    return np.array(value) if isinstance(value, list) else value
+
+
+def examples(page):
+    """(test file, test name, [(code, value)]) for each worked-example table of a page."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
+        match = EXAMPLE.match(line)
+        if not match:
+            continue
+        rows = []
+        for row in lines[number + 1:]:
+            if not row.strip() and not rows:
+                continue
+            if not row.lstrip().startswith("|"):
+                break
+            cells = [c.strip() for c in row.strip().strip("|").split("|")]
+            code, value = (CODE_SPAN.fullmatch(c) for c in cells[1:3])
+            if code and value:
+                rows.append((code[1], value[1]))
+        yield match[1], match[2], rows
+
+
+def digits_shown(text):
+    decimals = [len(d) for d in re.findall(r"\d\.(\d+)", text)]
+    return 0.5 * 10.0 ** -max(decimals) if decimals else 0.0
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_worked_examples_compute_what_the_page_shows(page):
+    scope = {"np": np, **{name: importlib.import_module(name) for name in PROJECT_MODULES}}
+    for module in PROJECT_MODULES:
+        scope.update({k: v for k, v in vars(scope[module]).items() if not k.startswith("_")})
+    for test_file, test_name, rows in examples(page):
+        source = (REPO / test_file).read_text(encoding="utf-8")
+        assert f"def {test_name}(" in source, f"{page.name}: {test_file} has no {test_name}"
+        assert rows, f"{page.name}: the example of {test_name} has no Code | Value rows"
+        test_source = squash(source.split(f"def {test_name}(")[1].split("\ndef ")[0])
+        for code, value in rows:
+            if code.isidentifier() and code not in scope:
+                scope[code] = literal(value)
+                assert squash(value) in test_source, f"{page.name}: {test_name} does not use {code} = {value}"
+                continue
+            actual = eval(code, scope)  # noqa: S307 - the page's own code, run against the project
+            expected = literal(value)
+            tolerance = digits_shown(value)
+            assert np.allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
+                               rtol=0, atol=tolerance or 1e-12), f"{page.name}: `{code}` gives {actual}, the page says {value}"
+
+
+FIGURE = re.compile(r"`figure:([\w.]+)`\s*\|\s*`([^`]+)`")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_model_figures_match_figures_json(page):
+    figures_file = DOCS / "figures.json"
+    text = page.read_text(encoding="utf-8")
+    quoted = FIGURE.findall(text)
+    if not quoted:
+        return
+    figures = json.loads(figures_file.read_text(encoding="utf-8"))["figures"]
+    for name, shown in quoted:
+        assert name in figures, f"{page.name} quotes figure:{name}, which docs/figures.json lacks"
+        assert shown == figures[name], f"{page.name}: figure:{name} is {figures[name]}, the page shows {shown}"
+
+
+def test_figures_json_records_its_provenance():
+    figures_file = DOCS / "figures.json"
+    if not figures_file.exists():
+        pytest.skip("docs/figures.json has not been made yet (python docs/make_figures.py)")
+    provenance = json.loads(figures_file.read_text(encoding="utf-8"))["provenance"]
+    for key in ("commit", "model.npz sha256", "model.json sha256", "model.tok.json sha256", "corpus sha256",
+                "settings", "versions"):
+        assert provenance.get(key), key
