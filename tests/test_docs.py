@@ -5,10 +5,11 @@ Conventions the pages follow (docs/index.md says the same for writers):
   must appear in the cited lines. A citation on a line of its own, followed by a ```python block,
   must match those lines exactly. Anywhere else, the lines must exist.
 - A worked example is a line `Example: tests/test_file.py::test_name`, followed by a table whose
-  columns are Step | Code | Value. A row whose Code is a plain name defines it from its Value (a
-  Python literal); every other row's Code is evaluated with NumPy (as np) and the project's
-  modules in scope, and must equal its Value (to the digits shown). The named test must exist and
-  contain each defining value, so the page's numbers are the test's numbers.
+  columns are Step | Code | Value. A row whose Code is a plain new name defines it from its
+  Value (a Python literal), and the test file must hold that literal, so the page's inputs are the
+  test's. Every other row's Code is run with NumPy (as np) and the project's functions in scope
+  (statements separated by `;`, the last one an expression) and must equal its Value: to 1e-9, or
+  to the last digit shown where the Value starts with ≈.
 - Figures from a trained model sit in docs/figures.json, written by docs/make_figures.py; a page
   quotes them as `figure:name`, and the value beside it must match.
 """
@@ -105,31 +106,34 @@ def examples(page):
         yield match[1], match[2], rows
 
 
-def digits_shown(text):
-    decimals = [len(d) for d in re.findall(r"\d\.(\d+)", text)]
-    return 0.5 * 10.0 ** -max(decimals) if decimals else 0.0
+def run(code, scope):
+    """Run a page's code cell: statements separated by ';', the value of the last expression."""
+    *statements, last = ast.parse(code).body
+    exec(compile(ast.Module(statements, type_ignores=[]), "<page>", "exec"), scope)  # noqa: S102 - the page's code
+    return eval(compile(ast.Expression(last.value), "<page>", "eval"), scope)  # noqa: S307
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_worked_examples_compute_what_the_page_shows(page):
-    scope = {"np": np, **{name: importlib.import_module(name) for name in PROJECT_MODULES}}
+    project = {"np": np, **{name: importlib.import_module(name) for name in PROJECT_MODULES}}
     for module in PROJECT_MODULES:
-        scope.update({k: v for k, v in vars(scope[module]).items() if not k.startswith("_")})
+        project.update({k: v for k, v in vars(project[module]).items() if not k.startswith("_")})
     for test_file, test_name, rows in examples(page):
+        scope = dict(project)  # each example starts afresh
         source = (REPO / test_file).read_text(encoding="utf-8")
         assert f"def {test_name}(" in source, f"{page.name}: {test_file} has no {test_name}"
         assert rows, f"{page.name}: the example of {test_name} has no Code | Value rows"
-        test_source = squash(source.split(f"def {test_name}(")[1].split("\ndef ")[0])
         for code, value in rows:
             if code.isidentifier() and code not in scope:
                 scope[code] = literal(value)
-                assert squash(value) in test_source, f"{page.name}: {test_name} does not use {code} = {value}"
+                assert squash(value) in squash(source), f"{page.name}: {test_file} has no {code} = {value}"
                 continue
-            actual = eval(code, scope)  # noqa: S307 - the page's own code, run against the project
-            expected = literal(value)
-            tolerance = digits_shown(value)
-            assert np.allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
-                               rtol=0, atol=tolerance or 1e-12), f"{page.name}: `{code}` gives {actual}, the page says {value}"
+            actual = run(code, scope)
+            rounded = value.startswith("≈")
+            expected = literal(value.lstrip("≈ "))
+            tolerance = 0.5 * 10.0 ** -max([len(d) for d in re.findall(r"\.(\d+)", value)] or [0]) if rounded else 1e-9
+            assert np.allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), rtol=0,
+                               atol=tolerance), f"{page.name}: `{code}` gives {actual}, the page says {value}"
 
 
 FIGURE = re.compile(r"`figure:([\w.]+)`\s*\|\s*`([^`]+)`")
