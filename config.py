@@ -13,7 +13,7 @@ from pathlib import Path
 
 # --- the model (vocab_size is not here: it comes from the tokenizer) ---
 context_len = 32  # rows of the position table: the longest sequence the model can read
-emb_dim = 32  # width of every token vector (d, or C, in the equations)
+emb_dim = 32  # width of every token vector (C in the equations)
 num_heads = 2  # attention heads per block
 head_dim = 16  # width of one head; num_heads * head_dim must equal emb_dim
 num_layers = 2  # transformer blocks

@@ -2,7 +2,7 @@
 
 Shape letters used in the signature comments:
     B   sequences in a batch            T   tokens in a sequence (at most context_len)
-    C   emb_dim, the width of a token vector (d on the embeddings page)
+    C   emb_dim, the width of a token vector
     nh  num_heads                       hs  head_dim = C // nh
     F   ff_dim, the MLP's hidden width  V   vocab_size
     L   num_layers                      N   B * T, rows once a batch is flattened
@@ -10,7 +10,7 @@ Shape letters used in the signature comments:
 
 Every layer is a `*_forward` returning (output, cache) and a `*_backward` right below it taking
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
-Inputs of shape (T,) or (B, T) both work; a single sequence is treated as a batch of one.
+forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on (B, T, ...) arrays.
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
 """
 

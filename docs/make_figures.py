@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from transformer import (block_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
-                         layernorm_forward, linear_forward)
+from transformer import (attention_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
+                         layernorm_forward, linear_forward, mlp_forward)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
@@ -75,8 +75,8 @@ def embedding_figures(model, ids):
     predicted, factor = decay_only(model, T)
     return {
         "tok_emb.shape": str(params["tok_emb"].shape), "pos_emb.shape": str(params["pos_emb"].shape),
-        "tensors": str(len(params)), "parameters": f"{sum(p.size for p in params.values()):,}",
-        "window.tokens": str(T), "X0.shape": str(X0.shape), "X0[0, :4]": numbers(X0[0, :4]),
+        "tensors": str(len(params)), "params.dtype": str(params["tok_emb"].dtype), "parameters": f"{sum(p.size for p in params.values()):,}",
+        "window.tokens": str(T), "X0.shape": str(X0.shape), "X0.row0.first4": numbers(X0[0, :4]),
         "pos_emb.read_rows.mean_norm": f"{row_norms[:T].mean():.4f}",
         "pos_emb.unread_rows.mean_norm": f"{row_norms[T:].mean():.4f}",
         "pos_emb.unread_rows.decay_factor": f"{factor:.4f}",
@@ -96,15 +96,22 @@ def block_figures(model, ids):
                                                       params["block0.ln1_gain"].max()], 3)})
     for layer in range(cfg.num_layers):
         p = block_params(params, layer)
-        X, (_, attn_cache, ln2_cache, _) = block_forward(X, p, cfg)
+        # block_forward's two branches, one at a time, to measure what each adds to the stream
+        h1, _ = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
+        attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+        X_mid = X + attended
+        h2, _ = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+        fed, _ = mlp_forward(h2, p)
+        X = X_mid + fed
         attn = attn_cache[4]  # (1, nh, T, T)
+        figures[f"residual.block{layer}.attn_out.mean_norm"] = f"{np.linalg.norm(attended, axis=-1).mean():.4f}"
+        figures[f"residual.block{layer}.mlp_out.mean_norm"] = f"{np.linalg.norm(fed, axis=-1).mean():.4f}"
         figures[f"residual.block{layer}.mean_norm"] = f"{np.linalg.norm(X, axis=-1).mean():.4f}"
         for head in range(cfg.num_heads):
             last_row = attn[0, head, -1]
             figures[f"attention.block{layer}.head{head}.last_row"] = numbers(last_row, 2)
             figures[f"attention.block{layer}.head{head}.argmax"] = str(int(np.argmax(last_row)))
-        xhat = ln2_cache[0]
-        hidden, _ = linear_forward(xhat * p["ln2_gain"] + p["ln2_shift"], p["W1"], p["b1"])
+        hidden, _ = linear_forward(h2, p["W1"], p["b1"])
         figures[f"mlp.block{layer}.hidden.shape"] = str(hidden[0].shape)
         figures[f"mlp.block{layer}.hidden.negative_fraction"] = f"{(hidden < 0).mean():.3f}"
     return figures

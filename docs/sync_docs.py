@@ -1,0 +1,78 @@
+"""Bring the pages up to date after code moved or a model was retrained, then let the tests judge.
+
+    python docs/sync_docs.py
+
+1. Each `figure:name` | `value` row takes its value from docs/figures.json.
+2. Each citation `file.py:N-M` whose quoted code no longer stands at those lines moves to where
+   that code now stands, when it stands in exactly one place. A citation whose code was changed,
+   or now stands in two places, is left alone and listed, for a person to rewrite.
+Nothing here decides what is true: tests/test_docs.py still checks every citation and figure.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+REPO = DOCS.parent
+sys.path.insert(0, str(REPO / "tests"))
+from test_docs import CITATION, CODE_SPAN, FIGURE, fenced_block, squash  # noqa: E402
+
+
+def where_it_stands(file_lines, quoted, length):
+    """The first line numbers of every window of `length` lines that holds all the quoted text."""
+    squashed = [squash(line) for line in file_lines]
+    return [start + 1 for start in range(len(file_lines) - length + 1)
+            if all(q in " ".join(squashed[start: start + length]) for q in quoted)]
+
+
+def relocate(page_lines):
+    """The page with each moved citation renumbered; and the citations that could not be placed."""
+    unplaced = []
+    for number, line in enumerate(page_lines):
+        for match in reversed(list(CITATION.finditer(line))):
+            path, first = match[1], int(match[2])
+            last = int(match[3] or first)
+            file_lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+            block = fenced_block(page_lines[number + 1:])
+            if block is not None and squash(CITATION.sub("", line)).strip("*`#: ") == "":
+                quoted, length = [squash(b) for b in block], len(block)
+            elif line.lstrip().startswith("|"):
+                quoted = [squash(s) for s in CODE_SPAN.findall(line)
+                          if not CITATION.fullmatch(s) and not s.startswith("figure:")]
+                length = last - first + 1
+            else:
+                continue
+            still_there = " ".join(squash(x) for x in file_lines[first - 1: first - 1 + length])
+            if not quoted or all(q in still_there for q in quoted):
+                continue
+            starts = where_it_stands(file_lines, quoted, length)
+            if len(starts) != 1:
+                unplaced.append(f"line {number + 1}: {match[0]} ({'changed' if not starts else 'ambiguous'})")
+                continue
+            new = f"{path}:{starts[0]}" + (f"-{starts[0] + length - 1}" if length > 1 else "")
+            line = line[: match.start()] + new + line[match.end():]
+        page_lines[number] = line
+    return page_lines, unplaced
+
+
+def refresh_figures(text, figures):
+    return FIGURE.sub(lambda m: f"`figure:{m[1]}` | `{figures.get(m[1], m[2])}`", text)
+
+
+def main():
+    figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
+    for page in sorted(DOCS.glob("*.md")):
+        text = refresh_figures(page.read_text(encoding="utf-8"), figures)
+        lines, unplaced = relocate(text.split("\n"))
+        new_text = "\n".join(lines)
+        if new_text != page.read_text(encoding="utf-8"):
+            page.write_text(new_text, encoding="utf-8")
+            print(f"updated {page.name}")
+        for problem in unplaced:
+            print(f"{page.name} {problem}: rewrite it by hand")
+
+
+if __name__ == "__main__":
+    main()
