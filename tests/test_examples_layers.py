@@ -12,7 +12,7 @@ import numpy as np
 
 from transformer import (GELU_CUBIC, GELU_SCALE, attention_backward, attention_forward, causal_mask, gelu_backward,
                          gelu_forward, layernorm_backward, layernorm_forward, linear_backward, linear_forward,
-                         mlp_backward, mlp_forward, row_sum, softmax_backward)
+                         mlp_backward, mlp_forward, row_sum, softmax, softmax_backward)
 
 EPS = 1e-5  # ln_eps in config.py
 ROUNDED = 5e-5  # the pages show 4 decimals
@@ -107,6 +107,36 @@ def test_layernorm_backward_worked_example():
 
 
 # --- attention (03-attention.md) ---
+
+def test_fused_projection_worked_example():
+    # C = 2, one position: x [Wq Wk Wv] + [bq bk bv] is x Wq + bq, x Wk + bk and x Wv + bv side by side
+    x = np.array([[1.0, 2.0]])
+    Wq = np.array([[1.0, 0.0], [0.0, 1.0]])
+    Wk = np.array([[0.0, 1.0], [1.0, 0.0]])
+    Wv = np.array([[2.0, 0.0], [0.0, -1.0]])
+    bq = np.array([0.5, 0.5])
+    W_qkv = np.concatenate([Wq, Wk, Wv], axis=1)
+    assert np.array_equal(W_qkv, [[1.0, 0.0, 0.0, 1.0, 2.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0, -1.0]])
+    qkv, _ = linear_forward(x, W_qkv, np.concatenate([bq, np.zeros(4)]))
+    # q = [1, 2] + [0.5, 0.5]; k = [1, 2] with its columns swapped = [2, 1]; v = [2 * 1, -1 * 2]
+    assert np.array_equal(qkv, [[1.5, 2.5, 2.0, 1.0, 2.0, -2.0]])
+    assert np.array_equal(qkv[:, 2:4], x @ Wk)
+
+
+def test_softmax_worked_example():
+    scores = np.array([1.0, 0.0, 1.0])
+    # [e, 1, e] / (2e + 1) = [2.71828, 1, 2.71828] / 6.43656
+    assert close(softmax(scores.copy()), [0.4223, 0.1554, 0.4223])
+    # adding 1000 to every score changes nothing, and exp(1001) (inf in float64) is never computed
+    assert np.allclose(softmax(scores + 1000.0), softmax(scores.copy()), rtol=0, atol=1e-15)
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.exp(1001.0))
+    # masked: exp(-inf) = 0 exactly
+    assert np.array_equal(softmax(np.array([0.0, -np.inf])), [1.0, 0.0])
+    # softmax works in place: its input becomes its output
+    overwritten = scores.copy()
+    assert softmax(overwritten) is overwritten
+
 
 def test_split_into_heads_worked_example():
     # B = 1, T = 2, C = 4, nh = 2, hs = 2: each row of qkv is [q | k | v], each of them [head 0 | head 1]
