@@ -89,9 +89,9 @@ def block_figures(model, ids):
     params, cfg = model.params, model.cfg
     X = embed_forward(params, ids[None])  # (1, T, C)
     figures = {"residual.X0.mean_norm": f"{np.linalg.norm(X, axis=-1).mean():.4f}"}
-    h1, _ = layernorm_forward(X, params["block0.ln1_gain"], params["block0.ln1_shift"], cfg.ln_eps)
+    h1, (xhat, _, _) = layernorm_forward(X, params["block0.ln1_gain"], params["block0.ln1_shift"], cfg.ln_eps)
     figures.update({"ln1.in.row0.mean": f"{X[0, 0].mean():.4f}", "ln1.in.row0.std": f"{X[0, 0].std():.4f}",
-                    "ln1.out.row0.mean": f"{h1[0, 0].mean():.4f}", "ln1.out.row0.std": f"{h1[0, 0].std():.4f}",
+                    "ln1.xhat.row0.std": f"{xhat[0, 0].std():.4f}", "ln1.out.row0.mean": f"{h1[0, 0].mean():.4f}", "ln1.out.row0.std": f"{h1[0, 0].std():.4f}",
                     "block0.ln1_gain.range": numbers([params["block0.ln1_gain"].min(),
                                                       params["block0.ln1_gain"].max()], 3)})
     for layer in range(cfg.num_layers):
@@ -114,6 +114,8 @@ def block_figures(model, ids):
         hidden, _ = linear_forward(h2, p["W1"], p["b1"])
         figures[f"mlp.block{layer}.hidden.shape"] = str(hidden[0].shape)
         figures[f"mlp.block{layer}.hidden.negative_fraction"] = f"{(hidden < 0).mean():.3f}"
+        figures[f"mlp.block{layer}.hidden.below_minus3_fraction"] = f"{(hidden < -3).mean():.3f}"
+        figures[f"attention.block{layer}.bk.max_abs"] = f"{np.abs(p['bk']).max():.4f}"
     return figures
 
 
@@ -160,7 +162,7 @@ def tokenizer_figures(model):
         "tokenizer.alphabet": str(len(tokenizer.alphabet)), "tokenizer.merges": str(len(tokenizer.merges)),
         "tokenizer.vocab_size": str(tokenizer.vocab_size),
         "tokenizer.first_merges": ", ".join(repr(tokenizer.decode([len(tokenizer.alphabet) + i])) for i in range(5)),
-        "tokenizer.prompt.pieces": " | ".join(pieces), "tokenizer.prompt.tokens": str(len(pieces)),
+        "tokenizer.prompt.pieces": " · ".join(pieces), "tokenizer.prompt.tokens": str(len(pieces)),
         "tokenizer.prompt.characters": str(len(PROMPT)),
     }
 
@@ -173,7 +175,8 @@ def main():
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
     figures = {**embedding_figures(model, ids), **block_figures(model, ids), **output_figures(model, ids),
                **training_figures(model), **tokenizer_figures(model),
-               "window.text": model.tokenizer.decode(list(ids))}
+               "window.text": model.tokenizer.decode(list(ids)),
+               "window.pieces": " · ".join(model.tokenizer.decode([i]) for i in ids)}
     out = {"provenance": provenance(folder, model.meta), "figures": figures}
     (REPO / "docs" / "figures.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote docs/figures.json: {len(figures)} figures from {folder}/")
