@@ -149,6 +149,7 @@ def test_pair_counts_before_and_after_the_first_merge():
     assert [rows.count.get(pair, 0) for pair in counted] == [4, 0, 2, 1, 1, 0, 1, 1]
     assert rows.most_frequent_pair() == ((0, 0), 4)
     rows.merge((0, 0), 4)
+    assert [token for token in rows.token if token != -1] == [4, 0, 1, 3, 4, 0, 1, 0, 2]
     assert [rows.count.get(pair, 0) for pair in counted] == [0, 2, 2, 1, 0, 1, 1, 1]
     assert rows.most_frequent_pair() == ((0, 1), 2)  # (0, 1) and (4, 0) tie at 2: the smaller pair
 
