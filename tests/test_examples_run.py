@@ -156,6 +156,18 @@ def test_pair_counts_before_and_after_the_first_merge():
 
 # --- docs/10-sampling.md ------------------------------------------------------------------------
 
+def test_temperature_by_hand():
+    # Logits log(p) divided by a temperature tau give probabilities proportional to p ** (1 / tau).
+    # tau = 0.5 squares them: 0.01 + 0.16 + 0.04 + 0.09 = 0.30, so [1, 16, 4, 9] / 30.
+    # tau = 2 takes square roots: [0.3162, 0.6325, 0.4472, 0.5477] / 1.9436.
+    probs = [0.1, 0.4, 0.2, 0.3]
+    np.testing.assert_allclose(filtered_probs(np.log(probs), Sampling(0.5, 0, 1.0)), np.array([1, 16, 4, 9]) / 30,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(filtered_probs(np.log(probs), Sampling(2.0, 0, 1.0)), [0.1627, 0.3254, 0.2301, 0.2818],
+                               rtol=0, atol=5e-5)
+    np.testing.assert_allclose(filtered_probs(np.log(probs), Sampling(1.0, 0, 1.0)), probs, rtol=0, atol=1e-12)
+
+
 def test_draw_by_hand():
     # top_p 0.5 on [0.1, 0.4, 0.2, 0.3] keeps ids 1 and 3 (0.4 < 0.5 <= 0.4 + 0.3), renormalised
     # to [0, 4/7, 0, 3/7]; the cumulative sum is [0, 0.5714, 0.5714, 1]. The draw takes the
@@ -185,6 +197,8 @@ def test_prompt_ids_outside_the_window_change_nothing():
     assert first == second
     third = list(generate(params, cfg, [0, 1, 2, 3, 4, 5, 6, 2], 20, 4, sampling, np.random.default_rng(5)))
     assert third != first  # the last id does reach the model
+    # a prompt of 21 ids, longer than context_len 8, works: only the last 8 are read
+    assert len(list(generate(params, cfg, list(range(7)) * 3, 5, 8, sampling, np.random.default_rng(0)))) == 5
 
 
 def test_cached_forward_equals_full_forward_worked_example():
