@@ -9,7 +9,9 @@ A checkpoint folder holds
     resume.npz       the latest weights and AdamW's moments, for `python train.py --resume`
     resume.json      where training stood: step, settings, history
 Every file is written to a temporary name and renamed once all the files of a save are written,
-so a failed or interrupted write leaves the old files whole. Loading checks everything and raises ValueError with what is wrong and what to do.
+so a failed or interrupted write leaves the old files whole; a crash between two renames leaves a
+mix, which loading recognises by the sha256 in model.json. Loading checks everything and raises
+ValueError with what is wrong and what to do.
 """
 
 import hashlib

@@ -23,6 +23,7 @@ sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
+from train import make_windows, read_rows, split_rows, token_stream  # noqa: E402
 from transformer import (attention_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
                          layernorm_forward, linear_forward, mlp_forward)
 
@@ -144,14 +145,28 @@ def output_figures(model, ids):
     }
 
 
-def training_figures(model):
-    meta = model.meta
+def training_figures(model, folder):
+    """The run's figures; the windows are rebuilt from the corpus exactly as train.py cut them."""
+    meta, s, tokenizer = model.meta, model.meta["settings"], model.tokenizer
     best = min(meta["history"], key=lambda h: h["val_loss"])
+    rows = read_rows(Path(meta["corpus"]["path"]), s["corpus_column"], s["max_rows"])
+    train_rows, val_rows = split_rows(rows, s["val_fraction"], s["seed"])
+    inputs, _ = make_windows(token_stream(tokenizer, train_rows), s["seq_len"], s["stride"], "training")
+    _, val_targets = make_windows(token_stream(tokenizer, val_rows), s["seq_len"], s["seq_len"], "validation")
+    token_chars = np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
+    steps_per_epoch = -(-len(inputs) // s["batch_size"])
+    total_steps = s["epochs"] * steps_per_epoch
+    resumed = checkpoint.read_json(folder / "resume.json") if (folder / "resume.json").is_file() else meta
     return {
         "train.epochs": str(len(meta["history"])), "train.steps": f"{meta['steps']:,}",
+        "train.epochs_run": str(len(resumed["history"])),
         "train.best_epoch": str(best["epoch"]), "train.best.val_loss": f"{best['val_loss']:.4f}",
         "train.best.val_bpc": f"{best['val_bpc']:.3f}", "train.best.train_loss": f"{best['train_loss']:.4f}",
         "train.first.val_loss": f"{meta['history'][0]['val_loss']:.4f}",
+        "train.windows": f"{len(inputs):,}", "val.windows": f"{len(val_targets):,}",
+        "train.steps_per_epoch": f"{steps_per_epoch:,}", "train.total_steps": f"{total_steps:,}",
+        "train.lr.at_saved_step": f"{lr_schedule(meta['steps'], total_steps, s['lr_max'], s['lr_min'], s['warmup_steps']):.3e}",
+        "val.chars_per_token": f"{token_chars[val_targets].sum() / val_targets.size:.3f}",
     }
 
 
@@ -174,7 +189,7 @@ def main():
     model = checkpoint.load(folder)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
     figures = {**embedding_figures(model, ids), **block_figures(model, ids), **output_figures(model, ids),
-               **training_figures(model), **tokenizer_figures(model),
+               **training_figures(model, folder), **tokenizer_figures(model),
                "window.text": model.tokenizer.decode(list(ids)),
                "window.pieces": " · ".join(model.tokenizer.decode([i]) for i in ids)}
     out = {"provenance": provenance(folder, model.meta), "figures": figures}

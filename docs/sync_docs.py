@@ -4,8 +4,8 @@
 
 1. Each `figure:name` | `value` row takes its value from docs/figures.json.
 2. Each citation `file.py:N-M` whose quoted code no longer stands at those lines moves to where
-   that code now stands, when it stands in exactly one place. A citation whose code was changed,
-   or now stands in two places, is left alone and listed, for a person to rewrite.
+   that code now stands (the nearest such place, if there are several). A citation whose code
+   was changed is left alone and listed, for a person to rewrite.
 Nothing here decides what is true: tests/test_docs.py still checks every citation and figure.
 """
 
@@ -48,9 +48,10 @@ def relocate(page_lines):
             if not quoted or all(q in still_there for q in quoted):
                 continue
             starts = where_it_stands(file_lines, quoted, length)
-            if len(starts) != 1:
-                unplaced.append(f"line {number + 1}: {match[0]} ({'changed' if not starts else 'ambiguous'})")
+            if not starts:
+                unplaced.append(f"line {number + 1}: {match[0]} (the quoted code changed)")
                 continue
+            starts.sort(key=lambda start: abs(start - first))  # code moves a little, usually
             new = f"{path}:{starts[0]}" + (f"-{starts[0] + length - 1}" if length > 1 else "")
             line = line[: match.start()] + new + line[match.end():]
         page_lines[number] = line
