@@ -70,7 +70,7 @@ def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outsid
 def sample_next(logits, sampling, rng):  # (V,) -> int
     """One token id drawn from a row of logits, as the module docstring says."""
     cumulative = np.cumsum(filtered_probs(logits, sampling))
-    # the token whose slice of [0, 1) holds a uniform draw; tokens with probability 0 have no slice
+    # the token whose slice of [0, total) holds a uniform draw; tokens with probability 0 have no slice
     return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
 
 

@@ -157,7 +157,7 @@ def continue_text(session, text):
     new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,
                        session.window, session.sampling, session.rng)
     for token_id in new_ids:
-        piece, newline, _ = tokenizer.decode([token_id]).partition("\n")  # "\n" only ends a token
+        piece, newline, _ = tokenizer.decode([token_id]).partition("\n")  # print up to the row's end
         print(piece, end="", flush=True)
         if newline:
             break
