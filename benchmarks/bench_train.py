@@ -46,12 +46,6 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from optim import Adam, clip_grad_norm  # noqa: E402
 from transformer import ModelConfig, init_params, loss_and_grads  # noqa: E402
 
-try:
-    import torch
-    import torch_gpt
-except ImportError as error:
-    torch, TORCH_MISSING = None, f"PyTorch is not importable ({error}); pip install torch==2.13.0 to compare"
-
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
     "reference": (16, 16, 32, 2, 2, 128, 575),
     "large": (32, 128, 256, 4, 4, 1024, 575),
@@ -85,8 +79,18 @@ def numpy_step_fn(cfg, params, ids, targets):
     return step
 
 
+def import_torch():
+    """torch and tests/torch_gpt.py, imported only by what steps torch: a process that trains our
+    model alone then has none of PyTorch's allocations in its heap, like train.py's. ImportError
+    where PyTorch is not installed."""
+    import torch
+    import torch_gpt
+    return torch, torch_gpt
+
+
 def torch_step_fn(cfg, params, ids, targets):
     """A function that takes one training step of the PyTorch mirror, on its own copy of params."""
+    torch, torch_gpt = import_torch()
     tparams = torch_gpt.to_torch(params)
     opt = torch_gpt.adamw(tparams, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     tids, ttargets = torch.tensor(ids), torch.tensor(targets)
@@ -217,6 +221,10 @@ def hwm_in_child(shape, side):
 
 def bench(shape, reps, warmup):
     problem = make_problem(shape)
+    try:
+        torch, _ = import_torch()
+    except ImportError as error:
+        torch, torch_missing = None, f"PyTorch is not importable ({error}); pip install torch==2.13.0 to compare"
     sides = ["numpy"] + (["torch"] if torch is not None else [])
     steps = {side: STEP_FNS[side](*problem) for side in sides}
     together = alternate({side: lambda step=step: timed(step) for side, step in steps.items()}, reps, warmup,
@@ -234,9 +242,10 @@ def bench(shape, reps, warmup):
               f"     {apart[side][0]:9.2f} ms/step, {apart[side][1]:6.0f} page faults")
     if torch is not None:
         print(f"  speed-up     {together['torch'][0] / together['numpy'][0]:9.2f} x  (torch ms / ours ms)"
-              f"          {apart['torch'][0] / apart['numpy'][0]:9.2f} x;  torch eager, {torch.get_num_threads()} threads")
+              f"          {apart['torch'][0] / apart['numpy'][0]:9.2f} x")
+        print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
     else:
-        print(f"  torch        not measured: {TORCH_MISSING}")
+        print(f"  torch        not measured: {torch_missing}")
     flops, peak = matmul_flops(shape), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9
     print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "
@@ -259,7 +268,7 @@ def main():
     if args.child:
         child(args)
         return
-    print(f"numpy {np.__version__}" + (f", torch {torch.__version__}" if torch is not None else ""))
+    print(f"numpy {np.__version__}, python {sys.version.split()[0]}")
     blas_vars = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if name in os.environ}
     print(f"BLAS environment: {blas_vars or 'none of OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, *_NUM_THREADS set'}")
