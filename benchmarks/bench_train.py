@@ -268,7 +268,8 @@ def main():
     if args.child:
         child(args)
         return
-    print(f"numpy {np.__version__}, python {sys.version.split()[0]}")
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    print(f"numpy {np.__version__} with {blas['name']} {blas['version']}, python {sys.version.split()[0]}")
     blas_vars = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if name in os.environ}
     print(f"BLAS environment: {blas_vars or 'none of OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, *_NUM_THREADS set'}")
