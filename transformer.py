@@ -337,13 +337,11 @@ def mlp_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W1": dW1, "b1": d
 
 def block_forward(x, p, cfg):  # (B, T, C), block params -> (B, T, C)
     h1, ln1_cache = layernorm_forward(x, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
-    # each residual sum is taken in place, in the branch's freshly made output
-    x_mid, attn_cache = attention_forward(h1, p, cfg.num_heads)
-    x_mid += x  # x_mid = x + attention(LN1(x))
-    h2, ln2_cache = layernorm_forward(x_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
-    out, mlp_cache = mlp_forward(h2, p)
-    out += x_mid  # out = x_mid + MLP(LN2(x_mid))
-    return out, (ln1_cache, attn_cache, ln2_cache, mlp_cache)
+    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+    x = x + attended
+    h2, ln2_cache = layernorm_forward(x, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+    fed, mlp_cache = mlp_forward(h2, p)
+    return x + fed, (ln1_cache, attn_cache, ln2_cache, mlp_cache)
 
 
 def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: gradient}
