@@ -449,13 +449,14 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
     loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), targets.reshape(-1))
     del logits  # (B, T, V), as large as the backward's own arrays: let them reuse its memory
 
-    grads = zeros_like(params)
+    # the gradients are gathered by name, then packed into one buffer in the canonical order
+    grads = {}
     dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
-    dXf, grads["W_out"][...], grads["b_out"][...] = linear_backward(dlogits, head_cache)
-    dX, grads["lnf_gain"][...], grads["lnf_shift"][...] = layernorm_backward(dXf, lnf_cache)
+    dXf, grads["W_out"], grads["b_out"] = linear_backward(dlogits, head_cache)
+    dX, grads["lnf_gain"], grads["lnf_shift"] = layernorm_backward(dXf, lnf_cache)
     for layer in reversed(range(cfg.num_layers)):
         dX, block_grads = block_backward(dX, block_caches[layer])
-        for key, grad in block_params(grads, layer).items():
-            grad[...] = block_grads[key]
+        grads.update({f"block{layer}.{key}": grad for key, grad in block_grads.items()})
+    grads["tok_emb"], grads["pos_emb"] = np.zeros_like(params["tok_emb"]), np.zeros_like(params["pos_emb"])
     embed_backward(dX, batch, grads)
-    return loss, grads
+    return loss, pack({name: grads[name] for name in params})

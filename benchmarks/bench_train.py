@@ -5,10 +5,19 @@ Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape referen
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step. The
 PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
-warm-up the two sides alternate, step for step, so a noisy machine slows both alike; the medians
-and their ratio come from that one run.
+warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
+come from that one run. They alternate in bursts of steps (5 at the reference shape, 1 at the
+large), each burst after a pause of 0.2 s: an idle thread pool spins for a while after its last
+task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on a machine with few
+cores that spinning would otherwise slow whichever side runs next.
 
 Also printed:
+- minor page faults per step. glibc gives freed heap back to the system when enough of it is
+  free at the top, and memory it has given back is faulted in (and zeroed) again when next used:
+  how often that happens depends on the whole process's allocation history, so the two sides,
+  sharing one heap above, can change each other's figures. The two are therefore also timed each
+  in a fresh process of its own (as a person training with either would run it), still
+  alternating step for step: the parent tells one process, then the other, to take a step;
 - the step's matmul FLOPs, counted from the shapes (forward + backward of every linear layer and
   of the two attention products), and the rate this project reaches on them, next to NumPy's own
   float32 matmul rate on a 1024 x 1024 @ 1024 x 1024 product measured in the same run;
@@ -20,7 +29,7 @@ Also printed:
 """
 
 import argparse
-import math
+import json
 import os
 import resource
 import statistics
@@ -37,16 +46,13 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from optim import Adam, clip_grad_norm  # noqa: E402
 from transformer import ModelConfig, init_params, loss_and_grads  # noqa: E402
 
-try:
-    import torch
-    import torch_gpt
-except ImportError as error:
-    torch, TORCH_MISSING = None, f"PyTorch is not importable ({error}); pip install torch==2.13.0 to compare"
-
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
     "reference": (16, 16, 32, 2, 2, 128, 575),
     "large": (32, 128, 256, 4, 4, 1024, 575),
 }
+DEFAULT_REPS = {"reference": 60, "large": 10}
+BURST = {"reference": 5, "large": 1}  # steps in a row per turn; one turn lasts a few ms at least
+SETTLE_SECONDS = 0.2  # pause before each turn, for the other side's idle threads to stop spinning
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, (0.9, 0.999), 1e-8, 0.01, 1.0
 
 
@@ -63,25 +69,40 @@ def make_problem(shape):
 def numpy_step_fn(cfg, params, ids, targets):
     """A function that takes one training step of this project."""
     opt = Adam(params, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
+    latest = {}  # the gradients live on until the next step replaces them, as in train.py's loop
 
     def step():
         _, grads = loss_and_grads(params, ids, targets, cfg)
         clip_grad_norm(grads, GRAD_CLIP)
         opt.step(params, grads, LR)
+        latest["grads"] = grads
     return step
+
+
+def import_torch():
+    """torch and tests/torch_gpt.py, imported only by what steps torch: a process that trains our
+    model alone then has none of PyTorch's allocations in its heap, like train.py's. ImportError
+    where PyTorch is not installed."""
+    import torch
+    import torch_gpt
+    return torch, torch_gpt
 
 
 def torch_step_fn(cfg, params, ids, targets):
     """A function that takes one training step of the PyTorch mirror, on its own copy of params."""
+    torch, torch_gpt = import_torch()
     tparams = torch_gpt.to_torch(params)
     opt = torch_gpt.adamw(tparams, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     tids, ttargets = torch.tensor(ids), torch.tensor(targets)
 
     def step():
-        torch_gpt.loss_and_grads(tparams, tids, ttargets, cfg)
+        torch_gpt.loss_and_grads(tparams, tids, ttargets, cfg)  # .grad lives on until the next step
         torch.nn.utils.clip_grad_norm_(list(tparams.values()), GRAD_CLIP)
         opt.step()
     return step
+
+
+STEP_FNS = {"numpy": numpy_step_fn, "torch": torch_step_fn}
 
 
 def seconds(fn):
@@ -95,6 +116,41 @@ def timed(step):
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     took = seconds(step)
     return took, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+
+
+def alternate(timed_steps, reps, warmup, burst):
+    """Warm up, then take reps steps per side, in turns of burst: {side: (median ms, median page faults)}.
+
+    timed_steps maps each side to a function that takes one step and returns (seconds, faults).
+    """
+    runs = {side: [] for side in timed_steps}
+    for _ in range(warmup):
+        for timed_step in timed_steps.values():
+            timed_step()
+    for _ in range(max(1, reps // burst)):
+        for side, timed_step in timed_steps.items():
+            time.sleep(SETTLE_SECONDS)
+            runs[side] += [timed_step() for _ in range(burst)]
+    return {side: (1e3 * statistics.median(took for took, _ in r), statistics.median(f for _, f in r))
+            for side, r in runs.items()}
+
+
+class StepProcess:
+    """One side's training step in a fresh process of its own, stepped on request from this one."""
+
+    def __init__(self, shape, side):
+        command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "steps"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self):  # -> (seconds, page faults) of one step, timed in the other process
+        self.process.stdin.write("step\n")
+        self.process.stdin.flush()
+        took, faults = json.loads(self.process.stdout.readline())
+        return took, faults
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def matmul_flops(shape):
@@ -135,18 +191,8 @@ def rss_kib(field):
         return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
 
 
-def hwm_growth_in_child(shape, side):
-    """Run `--hwm-child` in a fresh process and return the MiB it printed (None where unsupported)."""
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
-    result = subprocess.run([sys.executable, __file__, "--shape", shape, "--hwm-child", side],
-                            env=env, capture_output=True, text=True)
-    return float(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
-
-
-def hwm_growth_mib(shape, side):
-    """In this process: after a warm-up step, how far one more step lifts the resident high-water mark."""
-    make = numpy_step_fn if side == "numpy" else torch_step_fn
-    step = make(*make_problem(shape))
+def hwm_growth_mib(step):
+    """After a warm-up step, how far one more step lifts the resident high-water mark."""
     step()
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current resident set size (Linux 4.0 and later)
@@ -155,37 +201,58 @@ def hwm_growth_mib(shape, side):
     return (rss_kib("VmHWM") - before) / 1024
 
 
+def child(args):
+    """A fresh process for one side: take timed steps while asked to, or measure VmHWM growth once."""
+    step = STEP_FNS[args.child](*make_problem(args.shape))
+    if args.measure == "steps":
+        for _ in sys.stdin:  # one line, one step
+            print(json.dumps(timed(step)), flush=True)
+    else:
+        print(json.dumps(hwm_growth_mib(step)))
+
+
+def hwm_in_child(shape, side):
+    """hwm_growth_mib of one side in a fresh process with small blocks mmapped; None where it failed."""
+    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "hwm"]
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
+
+
 def bench(shape, reps, warmup):
     problem = make_problem(shape)
-    steps = {"numpy": numpy_step_fn(*problem)}
-    if torch is not None:
-        steps["torch"] = torch_step_fn(*problem)
-    runs = {side: [] for side in steps}
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
-    for _ in range(reps):
-        for side, step in steps.items():
-            runs[side].append(timed(step))
-    ms = {side: 1e3 * statistics.median(took for took, _ in r) for side, r in runs.items()}
-    faults = {side: statistics.median(f for _, f in r) for side, r in runs.items()}
-    flops = matmul_flops(shape)
-    peak = sgemm_gflops()
+    try:
+        torch, _ = import_torch()
+    except ImportError as error:
+        torch, torch_missing = None, f"PyTorch is not importable ({error}); pip install torch==2.13.0 to compare"
+    sides = ["numpy"] + (["torch"] if torch is not None else [])
+    steps = {side: STEP_FNS[side](*problem) for side in sides}
+    together = alternate({side: lambda step=step: timed(step) for side, step in steps.items()}, reps, warmup,
+                         BURST[shape])
+    processes = {side: StepProcess(shape, side) for side in sides}
+    apart = alternate(processes, reps, warmup, BURST[shape])
+    for process in processes.values():
+        process.close()
     B, T, C, nh, L, F, V = SHAPES[shape]
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32, {reps} steps each")
-    print(f"  numpy (ours) : {ms['numpy']:8.2f} ms/step (median), {faults['numpy']:.0f} page faults/step")
+    print("                 alternating in one process          alternating, each in its own process")
+    for side in sides:
+        label = "numpy (ours)" if side == "numpy" else "torch"
+        print(f"  {label:13s}{together[side][0]:9.2f} ms/step, {together[side][1]:6.0f} page faults"
+              f"     {apart[side][0]:9.2f} ms/step, {apart[side][1]:6.0f} page faults")
     if torch is not None:
-        print(f"  torch        : {ms['torch']:8.2f} ms/step (median), {faults['torch']:.0f} page faults/step, "
-              f"eager, {torch.get_num_threads()} threads")
-        print(f"  speed-up     : {ms['torch'] / ms['numpy']:8.2f} x  (torch ms / ours ms)")
+        print(f"  speed-up     {together['torch'][0] / together['numpy'][0]:9.2f} x  (torch ms / ours ms)"
+              f"          {apart['torch'][0] / apart['numpy'][0]:9.2f} x")
+        print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
     else:
-        print(f"  torch        : not measured: {TORCH_MISSING}")
-    rate = flops / (ms["numpy"] / 1e3) / 1e9
-    print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s, "
+        print(f"  torch        not measured: {torch_missing}")
+    flops, peak = matmul_flops(shape), sgemm_gflops()
+    rate = flops / (together["numpy"][0] / 1e3) / 1e9
+    print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "
           f"numpy sgemm 1024^3 peak {peak:.1f} GFLOP/s ({100 * rate / peak:.0f}%)")
     print(f"  peak memory  : ours {tracemalloc_peak_mib(steps['numpy']):.1f} MiB (tracemalloc, numpy allocations)")
-    for side in steps:
-        growth = hwm_growth_in_child(shape, side)
+    for side in sides:
+        growth = hwm_in_child(shape, side)
         shown = "unavailable (needs Linux /proc)" if growth is None else f"{growth:.1f} MiB"
         print(f"                 {side:5s} {shown} (growth of VmHWM over one step, fresh process)")
 
@@ -195,17 +262,19 @@ def main():
     parser.add_argument("--shape", choices=[*SHAPES, "both"], default="both")
     parser.add_argument("--reps", type=int, default=None, help="timed steps per side (default 60 reference, 10 large)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
-    parser.add_argument("--hwm-child", choices=["numpy", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=list(STEP_FNS), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=["steps", "hwm"], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.hwm_child:
-        print(hwm_growth_mib(args.shape, args.hwm_child))
+    if args.child:
+        child(args)
         return
-    print(f"numpy {np.__version__}" + (f", torch {torch.__version__}" if torch is not None else ""))
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    print(f"numpy {np.__version__} with {blas['name']} {blas['version']}, python {sys.version.split()[0]}")
     blas_vars = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if name in os.environ}
     print(f"BLAS environment: {blas_vars or 'none of OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, *_NUM_THREADS set'}")
     for shape in SHAPES if args.shape == "both" else [args.shape]:
-        bench(shape, args.reps or (60 if shape == "reference" else 10), args.warmup)
+        bench(shape, args.reps or DEFAULT_REPS[shape], args.warmup)
 
 
 if __name__ == "__main__":
