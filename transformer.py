@@ -153,7 +153,7 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 def row_sum(*factors):  # one or more (..., n) arrays -> (..., 1)
     """The sum over the last axis of the product of the factors, without making the product array.
 
-    einsum also sums a single array over its last axis about three times faster than .sum(axis=-1).
+    einsum also sums a single array over its last axis two to three times faster than .sum(axis=-1).
     Example: row_sum(np.array([[1., 2.], [3., 4.]]), np.array([[1., 1.], [0., 2.]])) -> [[3.], [8.]]
     """
     return np.einsum(",".join(["...i"] * len(factors)) + "->...", *factors)[..., None]
@@ -234,9 +234,9 @@ def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params ->
         k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, nh, S, hs)
     scores = q @ k.swapaxes(-1, -2)  # (B, nh, T, S); S = T without a past
     scores *= 1.0 / math.sqrt(hs)
-    scores += causal_mask(T, k.shape[2], x.dtype)  # position t sees positions 0..t only
+    scores += causal_mask(T, k.shape[2], x.dtype)  # each position sees itself and earlier ones only
     attn = softmax(scores)  # (B, nh, T, S), each row sums to 1
-    # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concat_heads needs
+    # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concatenates them
     merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
     np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
     out, out_cache = linear_forward(merged.reshape(B, T, C), p["Wo"], p["bo"])  # (B, T, nh, hs) -> (B, T, C)
@@ -251,7 +251,7 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
     # heads = attn @ v gives dattn = dheads @ v^T, and attn = softmax(scores) gives dscores
     dscores = softmax_backward(dheads @ v.swapaxes(-1, -2), attn)  # (B, nh, T, T)
-    dscores *= 1.0 / math.sqrt(hs)  # masked entries have attn = 0, so they get 0 here
+    dscores *= 1.0 / math.sqrt(hs)  # masked entries have attn = 0, so softmax_backward gave them 0
     # dq, dk and dv are written straight into one (B, T, 3C) array, through the same views the
     # forward took q, k and v from, rather than computed apart and then copied together
     dqkv = np.empty((B, T, 3, nh, hs), dtype=q.dtype)
@@ -288,7 +288,7 @@ GELU_CUBIC = 0.044715
 
 # The backward of an elementwise function is dout times its derivative. The forward computes that
 # derivative while tanh u is at hand and caches it alone, instead of x and tanh u: one array of
-# (B, T, F), the largest shape in the model, instead of two, and a backward of one product. Both
+# (B, T, F), the largest shape in a block, instead of two, and a backward of one product. Both
 # work in place on a few buffers: each extra temporary of that size costs as much as a line of
 # the arithmetic.
 
