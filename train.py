@@ -94,6 +94,19 @@ def make_windows(stream, seq_len, stride, what):
     return windows[:, :-1], windows[:, 1:]
 
 
+def corpus_windows(tokenizer, rows, s):
+    """(inputs, targets, val_inputs, val_targets): the rows split, tokenized and cut into windows;
+    every training window starts `stride` tokens after the last, every validation one seq_len."""
+    train_rows, val_rows = split_rows(rows, s.val_fraction, s.seed)
+    inputs, targets = make_windows(token_stream(tokenizer, train_rows), s.seq_len, s.stride, "training")
+    val_inputs, val_targets = make_windows(token_stream(tokenizer, val_rows), s.seq_len, s.seq_len, "validation")
+    return inputs, targets, val_inputs, val_targets
+
+
+def token_lengths(tokenizer):  # -> (V,): the characters each token spells, for bits per character
+    return np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
+
+
 # --- measuring --------------------------------------------------------------------------------
 
 def evaluate(params, cfg, inputs, targets, token_chars):
@@ -207,10 +220,8 @@ def train(s, resume=False, stop=None):
     note = "" if len(tokenizer.merges) == s.num_merges else " (no pair occurs twice any more: stopped early)"
     print(f"tokenizer: {len(tokenizer.alphabet)} characters + {len(tokenizer.merges)} merges = "
           f"{tokenizer.vocab_size} tokens{note}")
-    train_rows, val_rows = split_rows(rows, s.val_fraction, s.seed)
-    inputs, targets = make_windows(token_stream(tokenizer, train_rows), s.seq_len, s.stride, "training")
-    val_inputs, val_targets = make_windows(token_stream(tokenizer, val_rows), s.seq_len, s.seq_len, "validation")
-    token_chars = np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
+    inputs, targets, val_inputs, val_targets = corpus_windows(tokenizer, rows, s)
+    token_chars = token_lengths(tokenizer)
 
     cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
     params = init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype))

@@ -10,9 +10,11 @@ corpus, the settings the model was trained with, and the library versions.
 
 import argparse
 import json
+import math
 import platform
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,7 @@ sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from train import make_windows, read_rows, split_rows, token_stream  # noqa: E402
+from train import corpus_windows, read_rows, token_lengths  # noqa: E402
 from transformer import (attention_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
                          layernorm_forward, linear_forward, mlp_forward)
 
@@ -55,25 +57,29 @@ def provenance(folder, meta):
     }
 
 
-def decay_only(model, T):
+def decay_only(model, T, schedule):
     """Rows T.. of pos_emb as weight decay alone would leave them: their initial values times
     prod over the steps of (1 - lr_t * weight_decay). They never get a gradient, so Adam's moments
-    for them stay 0 and its update is 0 / (0 + eps) = 0."""
-    s, meta = model.meta["settings"], model.meta
+    for them stay 0 and its update is 0 / (0 + eps) = 0. schedule: the lr of each step, 1 on."""
+    s = model.meta["settings"]
     initial = init_params(model.cfg, np.random.default_rng(s["seed"]))["pos_emb"][T:]
-    steps_per_epoch = meta["steps"] // meta["best_epoch"]
-    total = s["epochs"] * steps_per_epoch
-    factor = np.prod([1 - lr_schedule(t, total, s["lr_max"], s["lr_min"], s["warmup_steps"]) * s["weight_decay"]
-                      for t in range(1, meta["steps"] + 1)])
+    factor = np.prod([1 - lr * s["weight_decay"] for lr in schedule[: model.meta["steps"]]])
     return initial * factor, factor
 
 
-def embedding_figures(model, ids):
+def learning_rates(model, steps_per_epoch):
+    """The learning rate of every step of the run's schedule, as train.py set it."""
+    s = model.meta["settings"]
+    total = s["epochs"] * steps_per_epoch
+    return [lr_schedule(t, total, s["lr_max"], s["lr_min"], s["warmup_steps"]) for t in range(1, total + 1)]
+
+
+def embedding_figures(model, ids, schedule):
     params, cfg = model.params, model.cfg
     X0 = embed_forward(params, ids)
     T = len(ids)
     row_norms = np.linalg.norm(params["pos_emb"], axis=1)
-    predicted, factor = decay_only(model, T)
+    predicted, factor = decay_only(model, T, schedule)
     return {
         "tok_emb.shape": str(params["tok_emb"].shape), "pos_emb.shape": str(params["pos_emb"].shape),
         "tensors": str(len(params)), "params.dtype": str(params["tok_emb"].dtype), "parameters": f"{sum(p.size for p in params.values()):,}",
@@ -145,17 +151,11 @@ def output_figures(model, ids):
     }
 
 
-def training_figures(model, folder):
-    """The run's figures; the windows are rebuilt from the corpus exactly as train.py cut them."""
-    meta, s, tokenizer = model.meta, model.meta["settings"], model.tokenizer
+def training_figures(model, folder, windows, schedule):
+    """The run's figures; windows: the corpus cut exactly as train.py cut it (corpus_windows)."""
+    meta, tokenizer = model.meta, model.tokenizer
     best = min(meta["history"], key=lambda h: h["val_loss"])
-    rows = read_rows(Path(meta["corpus"]["path"]), s["corpus_column"], s["max_rows"])
-    train_rows, val_rows = split_rows(rows, s["val_fraction"], s["seed"])
-    inputs, _ = make_windows(token_stream(tokenizer, train_rows), s["seq_len"], s["stride"], "training")
-    _, val_targets = make_windows(token_stream(tokenizer, val_rows), s["seq_len"], s["seq_len"], "validation")
-    token_chars = np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
-    steps_per_epoch = -(-len(inputs) // s["batch_size"])
-    total_steps = s["epochs"] * steps_per_epoch
+    inputs, _, _, val_targets = windows
     resumed = checkpoint.read_json(folder / "resume.json") if (folder / "resume.json").is_file() else meta
     return {
         "train.epochs": str(len(meta["history"])), "train.steps": f"{meta['steps']:,}",
@@ -164,9 +164,9 @@ def training_figures(model, folder):
         "train.best.val_bpc": f"{best['val_bpc']:.3f}", "train.best.train_loss": f"{best['train_loss']:.4f}",
         "train.first.val_loss": f"{meta['history'][0]['val_loss']:.4f}",
         "train.windows": f"{len(inputs):,}", "val.windows": f"{len(val_targets):,}",
-        "train.steps_per_epoch": f"{steps_per_epoch:,}", "train.total_steps": f"{total_steps:,}",
-        "train.lr.at_saved_step": f"{lr_schedule(meta['steps'], total_steps, s['lr_max'], s['lr_min'], s['warmup_steps']):.3e}",
-        "val.chars_per_token": f"{token_chars[val_targets].sum() / val_targets.size:.3f}",
+        "train.steps_per_epoch": f"{len(schedule) // meta['settings']['epochs']:,}",
+        "train.total_steps": f"{len(schedule):,}", "train.lr.at_saved_step": f"{schedule[meta['steps'] - 1]:.3e}",
+        "val.chars_per_token": f"{token_lengths(tokenizer)[val_targets].sum() / val_targets.size:.3f}",
     }
 
 
@@ -188,8 +188,12 @@ def main():
     folder = Path(p.parse_args().checkpoint)
     model = checkpoint.load(folder)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
-    figures = {**embedding_figures(model, ids), **block_figures(model, ids), **output_figures(model, ids),
-               **training_figures(model, folder), **tokenizer_figures(model),
+    s = types.SimpleNamespace(**model.meta["settings"])
+    windows = corpus_windows(model.tokenizer, read_rows(Path(model.meta["corpus"]["path"]), s.corpus_column,
+                                                        s.max_rows), s)
+    schedule = learning_rates(model, math.ceil(len(windows[0]) / s.batch_size))
+    figures = {**embedding_figures(model, ids, schedule), **block_figures(model, ids), **output_figures(model, ids),
+               **training_figures(model, folder, windows, schedule), **tokenizer_figures(model),
                "window.text": model.tokenizer.decode(list(ids)),
                "window.pieces": " · ".join(model.tokenizer.decode([i]) for i in ids)}
     out = {"provenance": provenance(folder, model.meta), "figures": figures}
