@@ -77,9 +77,13 @@ def test_cross_entropy_one_row_by_hand():
     assert np.isclose(np.exp(shifted).sum(), 1.5032, rtol=0, atol=5e-5)
     # probs = exp / sum = [0.0900, 0.2447, 0.6652]; loss = log 1.5032 - shifted[2] = 0.4076 - 0
     loss, cache = cross_entropy_forward(logits, targets)
-    assert np.allclose(cache[0], [[0.0900, 0.2447, 0.6652]], rtol=0, atol=5e-5)
+    exps, sum_exp, _ = cache
+    assert np.allclose(exps, [[0.1353, 0.3679, 1.0]], rtol=0, atol=5e-5)
+    assert np.allclose(sum_exp, [[1.5032]], rtol=0, atol=5e-5)
+    probs = exps / sum_exp
+    assert np.allclose(probs, [[0.0900, 0.2447, 0.6652]], rtol=0, atol=5e-5)
     assert np.isclose(loss, 0.4076, rtol=0, atol=5e-5)
-    assert np.isclose(loss, -np.log(cache[0][0, 2]), rtol=0, atol=1e-15)
+    assert np.isclose(loss, -np.log(probs[0, 2]), rtol=0, atol=1e-15)
     # dlogits = (probs - onehot(2)) / 1 = [0.0900, 0.2447, 0.6652 - 1]
     dlogits = cross_entropy_backward(cache)
     assert np.allclose(dlogits, [[0.0900, 0.2447, -0.3348]], rtol=0, atol=5e-5)
