@@ -212,7 +212,7 @@ def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
     return out, (xhat, rstd, gain)
 
 
-def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)
+def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,); uses up the cache
     xhat, rstd, gain = cache
     C = xhat.shape[-1]
     dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
@@ -223,7 +223,8 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     mean_dxhat = row_sum(dx) / C
     mean_dxhat_xhat = row_sum(dx, xhat) / C
     dx -= mean_dxhat
-    dx -= xhat * mean_dxhat_xhat
+    xhat *= mean_dxhat_xhat  # in place: xhat is not needed again, and the product needs no new array
+    dx -= xhat
     dx *= rstd
     return dx, dgain, dshift
 
@@ -299,9 +300,10 @@ def softmax(x):  # (..., n) -> (..., n), over the last axis; overwrites x
     return x
 
 
-def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
+def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n); overwrites dout
     # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
-    dx = dout - row_sum(dout, probs)
+    dx = dout
+    dx -= row_sum(dout, probs)
     dx *= probs
     return dx
 

@@ -52,7 +52,9 @@ def test_layernorm(rng):
 
 def test_softmax(rng):
     x = rng.normal(size=(2, 3, 5))
-    check_layer(lambda: (softmax(x.copy()),) * 2, lambda d, probs: {"x": softmax_backward(d, probs)}, {"x": x}, rng)
+    # both overwrite their first argument, so each gets a copy
+    check_layer(lambda: (softmax(x.copy()),) * 2, lambda d, probs: {"x": softmax_backward(d.copy(), probs)}, {"x": x},
+                rng)
 
 
 def test_gelu(rng):
