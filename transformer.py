@@ -161,7 +161,7 @@ def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """
     if len(factors) == 1:
         x, = factors
-        return (x @ np.ones(x.shape[-1], dtype=x.dtype))[..., None]
+        return (x @ ones(x.shape[-1], x.dtype))[..., None]
     a, b = factors
     return np.vecdot(a, b)[..., None]
 
@@ -172,7 +172,15 @@ def column_sum(x):  # (..., n) -> (n,)
     Example: column_sum(np.array([[1., 2.], [3., 4.]])) -> [4., 6.]
     """
     rows = x.reshape(-1, x.shape[-1])
-    return np.ones(len(rows), dtype=x.dtype) @ rows
+    return ones(len(rows), rows.dtype) @ rows
+
+
+@functools.lru_cache(maxsize=None)
+def ones(n, dtype):  # -> (n,)
+    """A read-only vector of n ones, made once for each (n, dtype): the sums above ask for the same few."""
+    vector = np.ones(n, dtype=dtype)
+    vector.flags.writeable = False
+    return vector
 
 
 # ---------------------------------------------------------------------------------------------
