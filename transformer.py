@@ -144,12 +144,13 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
     # grads["tok_emb"][ids[t]] += dX0[t], once for every t. np.add.at is four times faster on a
     # 1-D target, so it adds number by number into the flat table, where entry [id, c] is id * C + c
     flat_index = ids.reshape(-1, 1) * C + np.arange(C)  # (N, C): where each number of dX0 goes
+    assert grads["tok_emb"].flags.c_contiguous, "the token gradient must be contiguous: its flat view is added into"
     np.add.at(grads["tok_emb"].reshape(-1), flat_index.reshape(-1), dX0.reshape(-1))
     grads["pos_emb"][:T] += dX0.reshape(-1, T, C).sum(axis=0)  # rows from T on keep a gradient of 0
 
 
 # ---------------------------------------------------------------------------------------------
-# Sums over the last axis, used by every normalization below.
+# Sums over the last axis (row_sum) and over the rows (column_sum), as products with vectors of ones.
 
 def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """The sum over the last axis of one array, or of the product of two, without making the product.
@@ -296,8 +297,9 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     dWq, dWk, dWv = dW_qkv.reshape(-1, 3, nh * hs).transpose(1, 0, 2)  # (C, 3C) -> 3 x (C, C)
     dbq, dbk, dbv = db_qkv.reshape(3, nh * hs)
     # the product used Wq * scale and bq * scale: their gradients are scale times the ones it saw
-    dWq *= 1.0 / math.sqrt(hs)
-    dbq *= 1.0 / math.sqrt(hs)
+    scale = 1.0 / math.sqrt(hs)
+    dWq *= scale
+    dbq *= scale
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
 
 
