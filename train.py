@@ -25,8 +25,9 @@ import checkpoint
 import config
 from generate import Sampling, generate
 from optim import Adam, clip_grad_norm, lr_schedule
+from parallel import DataParallel, threads_for
 from tokenizer import BPETokenizer
-from transformer import ModelConfig, cross_entropy_forward, forward, init_params, loss_and_grads
+from transformer import ModelConfig, cross_entropy_forward, forward, init_params
 
 SAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "sample.csv"
 SAMPLE_PROMPT = "The "
@@ -241,8 +242,10 @@ def train(s, resume=False, stop=None):
     else:
         set_aside_previous(folder)
     n_params = sum(p.size for p in params.values())
+    threads = s.threads or threads_for(cfg, s.batch_size, s.seq_len)
     print(f"model: {n_params:,} parameters ({s.dtype}); {len(inputs):,} training windows, "
-          f"{len(val_inputs):,} validation windows; {s.epochs} epochs of {steps_per_epoch:,} steps")
+          f"{len(val_inputs):,} validation windows; {s.epochs} epochs of {steps_per_epoch:,} steps "
+          f"on {threads} thread{'s' * (threads > 1)}")
 
     def save_resume():
         progress = {"step": step, "settings": vars(s), "corpus_sha256": corpus_sha256,
@@ -257,6 +260,7 @@ def train(s, resume=False, stop=None):
         best = min(history, key=lambda h: h["val_loss"])
         if best["epoch"] == epoch:
             meta = {"settings": vars(s), "seed": s.seed, "steps": step, "best_epoch": epoch, "history": history,
+                    "threads": threads,  # the slices of each batch: they decide the gradients' last bits
                     "corpus": {"path": str(path), "sha256": corpus_sha256, "rows": len(rows),
                                "characters": sum(map(len, rows))},
                     "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
@@ -271,13 +275,14 @@ def train(s, resume=False, stop=None):
     started, tokens_per_step = time.perf_counter(), s.batch_size * s.seq_len
     order = None  # this epoch's order of the training windows
     bar = tqdm(total=total_steps, initial=step, unit="step", dynamic_ncols=True, file=sys.stderr)
+    parallel = DataParallel(threads)
     try:
         while step < total_steps:
             epoch, index = divmod(step, steps_per_epoch)
             if order is None or index == 0:
                 order = np.random.default_rng([s.seed, epoch]).permutation(len(inputs))
             batch = order[index * s.batch_size: (index + 1) * s.batch_size]
-            loss, grads = loss_and_grads(params, inputs[batch], targets[batch], cfg)
+            loss, grads = parallel.loss_and_grads(params, inputs[batch], targets[batch], cfg)
             norm = clip_grad_norm(grads, s.grad_clip)
             if not (math.isfinite(loss) and math.isfinite(norm)):
                 raise ValueError(f"the loss became {loss} (gradient norm {norm}) at step {step + 1}; training stopped "
@@ -302,6 +307,7 @@ def train(s, resume=False, stop=None):
                 raise SystemExit(130)
     finally:
         bar.close()
+        parallel.close()
         signal.signal(signal.SIGINT, previous_handler)
     best = min(history, key=lambda h: h["val_loss"])
     print(f"done in {time.perf_counter() - started:.0f} s: best validation loss {best['val_loss']:.4f} "

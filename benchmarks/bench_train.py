@@ -44,7 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from optim import Adam, clip_grad_norm  # noqa: E402
-from transformer import ModelConfig, init_params, loss_and_grads  # noqa: E402
+from parallel import DataParallel, cores, matmul_flops, threads_for  # noqa: E402
+from transformer import ModelConfig, init_params  # noqa: E402
 
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
     "reference": (16, 16, 32, 2, 2, 128, 575),
@@ -67,12 +68,13 @@ def make_problem(shape):
 
 
 def numpy_step_fn(cfg, params, ids, targets):
-    """A function that takes one training step of this project."""
+    """A function that takes one training step of this project, on as many threads as train.py would."""
     opt = Adam(params, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
+    parallel = DataParallel(threads_for(cfg, *ids.shape))
     latest = {}  # the gradients live on until the next step replaces them, as in train.py's loop
 
     def step():
-        _, grads = loss_and_grads(params, ids, targets, cfg)
+        _, grads = parallel.loss_and_grads(params, ids, targets, cfg)
         clip_grad_norm(grads, GRAD_CLIP)
         opt.step(params, grads, LR)
         latest["grads"] = grads
@@ -153,21 +155,6 @@ class StepProcess:
         self.process.wait()
 
 
-def matmul_flops(shape):
-    """FLOPs of the step's matrix products: forward, then backward (two products per forward one).
-
-    A product (m, k) @ (k, n) costs 2 m k n. Per block: QKV (N, C) @ (C, 3C), scores (T, hs) @ (hs, T)
-    and attn @ V (T, T) @ (T, hs) for each of B * nh heads, Wo (N, C) @ (C, C), W1 (N, C) @ (C, F),
-    W2 (N, F) @ (F, C); then the head (N, C) @ (C, V). The backward of each product is two products of
-    the same size (the input's gradient and the weight's, or both operands' for attention).
-    """
-    B, T, C, nh, L, F, V = SHAPES[shape]
-    N, hs = B * T, C // nh
-    block = 2 * N * C * 3 * C + 2 * (2 * B * nh * T * T * hs) + 2 * N * C * C + 2 * (2 * N * C * F)
-    forward = L * block + 2 * N * C * V
-    return 3 * forward
-
-
 def sgemm_gflops(n=1024, reps=10):
     """NumPy's float32 matmul rate on an n x n @ n x n product: the best of reps, in GFLOP/s."""
     rng = np.random.default_rng(0)
@@ -234,6 +221,7 @@ def bench(shape, reps, warmup):
     for process in processes.values():
         process.close()
     B, T, C, nh, L, F, V = SHAPES[shape]
+    cfg, threads = problem[0], threads_for(problem[0], B, T)
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32, {reps} steps each")
     print("                 alternating in one process          alternating, each in its own process")
     for side in sides:
@@ -246,7 +234,9 @@ def bench(shape, reps, warmup):
         print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
     else:
         print(f"  torch        not measured: {torch_missing}")
-    flops, peak = matmul_flops(shape), sgemm_gflops()
+    print(f"  ours on {threads} thread(s) of {cores()} cores, each on a slice of the batch with one core of BLAS "
+          f"(parallel.threads_for)")
+    flops, peak = matmul_flops(cfg, B, T), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9
     print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "
           f"numpy sgemm 1024^3 peak {peak:.1f} GFLOP/s ({100 * rate / peak:.0f}%)")

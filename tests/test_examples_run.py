@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 import config
+import parallel
 import tokenizer
 import train
 from generate import Sampling, filtered_probs, generate, sample_next
@@ -54,13 +55,13 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
                  batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
     s = config.settings(argparse.Namespace(**{**config.defaults(), **small}))
     seen = []
-    original = train.loss_and_grads
+    original = parallel.loss_and_grads  # what each step calls, through parallel.DataParallel
 
     def spy(params, ids, targets, cfg):
         seen.append(ids.copy())
         return original(params, ids, targets, cfg)
 
-    monkeypatch.setattr(train, "loss_and_grads", spy)
+    monkeypatch.setattr(parallel, "loss_and_grads", spy)
     train.train(s)
 
     rows = train.read_rows(corpus, "text", s.max_rows)
