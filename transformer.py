@@ -303,11 +303,39 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
 
 
-def softmax(x):  # (..., n) -> (..., n), over the last axis; overwrites x
-    x -= x.max(axis=-1, keepdims=True)  # exp of the largest entry is 1: no overflow
-    np.exp(x, out=x)
-    x *= 1.0 / row_sum(x)  # one division per row, then a product per entry: faster than a division each
-    return x
+# Softmax, here and in the loss, does not change when every entry of a row moves by the same
+# amount. Moving all of them down by the largest entry makes every exp at most 1, so none overflows.
+
+# A row's exps sum to at least its largest, exp(its largest entry - shift). Under 2^-64 that entry
+# lies more than 44 below the shift, near where float32's exps lose digits and then become 0 (-87)
+SMALLEST_ROW_SUM = 2.0 ** -64
+
+
+def shifted_exps(x):  # (..., n) -> exp(x - shift) (..., n), its row sums (..., 1), shift; x is kept
+    """The shift is the largest entry of all of x, one number: subtracting a number is three times
+    faster in numpy than subtracting each row's largest, and a row's largest is slow to find when
+    rows are short. Only if some row lies so far below it that its exps underflow (its sum falls
+    under SMALLEST_ROW_SUM, where 0 / 0 looms) is each row shifted by its own largest entry.
+    Example: shifted_exps(np.array([[0., 1.], [1., 2.]])) -> exp([[-2, -1], [-1, 0]]), [[0.50], [1.37]], 2.0
+    """
+    shift = x.max()
+    exps, row_sums = exps_after(x, shift)
+    if row_sums.min() < SMALLEST_ROW_SUM:
+        shift = x.max(axis=-1, keepdims=True)  # (..., 1)
+        exps, row_sums = exps_after(x, shift)
+    return exps, row_sums, shift
+
+
+def exps_after(x, shift):  # (..., n), a number or (..., 1) -> exp(x - shift) (..., n), row sums (..., 1)
+    exps = x - shift
+    np.exp(exps, out=exps)
+    return exps, row_sum(exps)
+
+
+def softmax(x):  # (..., n) -> (..., n), over the last axis
+    probs, row_sums, _ = shifted_exps(x)
+    probs *= 1.0 / row_sums  # one division per row, then a product per entry: faster than a division each
+    return probs
 
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n); overwrites dout
@@ -408,12 +436,10 @@ def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: grad
 # Softmax and cross-entropy, fused: the gradient on the logits is (probs - onehot) / N.
 
 def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
-    exps = logits - logits.max(axis=-1, keepdims=True)  # shifted: exp of the largest entry is 1
-    shifted_target = exps[np.arange(len(targets)), targets]
-    np.exp(exps, out=exps)  # exps becomes exp(shifted) in place
-    sum_exp = row_sum(exps)  # (N, 1)
-    # -log softmax(logits)[target] = log(sum_j exp(shifted_j)) - shifted[target]
-    loss = np.mean(np.log(sum_exp[:, 0]) - shifted_target)
+    exps, sum_exp, shift = shifted_exps(logits)
+    # -log softmax(logits)[target] = log(sum_j exp(logits_j - shift)) + shift - logits[target]
+    target_logits = logits[np.arange(len(targets)), targets][:, None]  # (N, 1)
+    loss = np.mean(np.log(sum_exp) + shift - target_logits)
     return float(loss), (exps, sum_exp, targets)
 
 

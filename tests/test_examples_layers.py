@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from transformer import (GELU_CUBIC, GELU_SCALE, attention_backward, attention_forward, causal_mask, gelu_backward,
-                         gelu_forward, layernorm_backward, layernorm_forward, linear_backward, linear_forward,
-                         mlp_backward, mlp_forward, row_sum, softmax, softmax_backward)
+from transformer import (GELU_CUBIC, GELU_SCALE, SMALLEST_ROW_SUM, attention_backward, attention_forward, causal_mask,
+                         gelu_backward, gelu_forward, layernorm_backward, layernorm_forward, linear_backward, linear_forward,
+                         mlp_backward, mlp_forward, row_sum, shifted_exps, softmax, softmax_backward)
 
 EPS = 1e-5  # ln_eps in config.py
 ROUNDED = 5e-5  # the pages show 4 decimals
@@ -133,9 +133,31 @@ def test_softmax_worked_example():
         assert np.isinf(np.exp(1001.0))
     # masked: exp(-inf) = 0 exactly
     assert np.array_equal(softmax(np.array([0.0, -np.inf])), [1.0, 0.0])
-    # softmax works in place: its input becomes its output
-    overwritten = scores.copy()
-    assert softmax(overwritten) is overwritten
+    # softmax leaves its input as it was: a row far below the largest entry would need it again
+    kept = scores.copy()
+    softmax(kept)
+    assert np.array_equal(kept, scores)
+
+
+def test_softmax_shifts_every_row_by_the_largest_score_of_all():
+    # the largest of all is 2: rows [0, 1] and [1, 2] become [-2, -1] and [-1, 0], as in the docstring
+    exps, row_sums, shift = shifted_exps(np.array([[0.0, 1.0], [1.0, 2.0]]))
+    assert shift == 2.0
+    assert close(exps, [[0.1353, 0.3679], [0.3679, 1.0]])
+    assert close(row_sums, [[0.5032], [1.3679]])
+    # both rows are [0, 1] up to a shift: the same probabilities, e / (1 + e) = 0.7311 on the second
+    assert close(softmax(np.array([[0.0, 1.0], [1.0, 2.0]])), [[0.2689, 0.7311], [0.2689, 0.7311]])
+
+
+def test_softmax_gives_a_row_far_below_the_rest_its_own_shift():
+    # row 1 lies 1000 below row 0: exp(-1000) is 0 in float64, so its sum is under SMALLEST_ROW_SUM
+    # and every row is shifted by its own largest score, giving [-1, 0] twice
+    scores = np.array([[0.0, 1.0], [-1000.0, -999.0]])
+    assert np.exp(scores[1] - scores.max()).sum() < SMALLEST_ROW_SUM
+    exps, row_sums, shift = shifted_exps(scores)
+    assert np.array_equal(shift, [[1.0], [-999.0]])
+    assert close(row_sums, [[1.3679], [1.3679]])
+    assert close(softmax(scores), [[0.2689, 0.7311], [0.2689, 0.7311]])
 
 
 def test_split_into_heads_worked_example():
