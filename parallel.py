@@ -76,7 +76,8 @@ def blas_library():
         paths = sorted({line.split()[-1] for line in maps.read_text().splitlines() if "openblas" in line})
     else:  # the OpenBLAS that numpy's wheels bundle beside it on Windows and macOS
         package = Path(np.__file__).parent
-        paths = sorted(map(str, [*package.parent.glob("numpy.libs/*openblas*"), *package.glob(".dylibs/*openblas*")]))
+        bundled = [*package.parent.glob("numpy.libs/*openblas*"), *package.glob(".dylibs/*openblas*")]
+        paths = sorted(map(str, bundled))
     for path in paths:
         try:
             library = ctypes.CDLL(path)
