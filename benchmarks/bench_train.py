@@ -2,7 +2,9 @@
 
 Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|large|both] [--reps N]
 
-One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step. The
+One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
+on the threads train.py would choose (parallel.threads_for: one at the reference shape, one per
+core at the large), each on a slice of the batch with numpy's BLAS held to one core. The
 PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
 warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
