@@ -43,7 +43,7 @@ adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # the folder training writes the model to, and generation reads it from
-threads = 0  # threads that share each batch, a slice of its rows each; 0 = one per core if the model is big enough
+processes = 0  # processes that share each batch, a slice of its rows each; 0 = one per core if the model is big enough
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt
@@ -86,7 +86,7 @@ def check(s):
         (s.num_merges >= 0, f"num_merges must be 0 or more, got {s.num_merges}"),
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
         (s.warmup_steps >= 0, f"warmup_steps must be 0 or more, got {s.warmup_steps}"),
-        (s.threads >= 0, f"threads must be 0 (chosen from the model's size) or more, got {s.threads}"),
+        (s.processes >= 0, f"processes must be 0 (chosen from the model's size) or more, got {s.processes}"),
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
         (s.weight_decay >= 0, f"weight_decay must be 0 or more, got {s.weight_decay}"),

@@ -1,14 +1,18 @@
-"""Training on every core: each batch is cut into slices of rows, one per thread, and the gradients
-of the slices are averaged. This is data parallelism, as nanoGPT does across GPUs, here across the
-cores of one CPU.
+"""Training on every core: each batch is cut into slices of rows, one per process, and the gradients
+of the slices are averaged. This is data parallelism, as nanoGPT does across GPUs with one process
+per GPU, here across the cores of one CPU.
 
-Why threads pay: NumPy lets go of Python's global lock inside each array operation, so threads that
-each run loss_and_grads on their own slice keep every core busy, the elementwise passes (layer norm,
-softmax, GELU) included. Left to itself NumPy spreads only the matrix products over the cores (its
-BLAS does that) and runs everything else on one. During a step the BLAS is kept to one core per
-product: the cores are already shared out by slice. With one thread too, for a model too small to
-gain from slices: its products are small enough that splitting them costs more than it saves, and
-a split product leaves half its output in the other core's cache for the next pass to fetch.
+Why processes and not threads: threads share Python's global lock, which NumPy lets go of only
+inside each array operation. A step of a small model is hundreds of short operations, so two
+threads mostly wait on each other: on 2 cores the reference model took 2.9-3.5 ms a step on two
+threads against 2.1 on one. Processes share nothing but the numbers: the parameters are copied into
+shared memory before each step, each worker writes its slice's gradients into shared memory of its
+own, and a pipe carries the slices of ids and the losses. The process that asks for the step
+computes the first slice itself.
+
+Each process is pinned to a core of its own for the step, and numpy's BLAS is kept to that core.
+Left to itself, Linux wakes a worker on the core of the process that woke it, where both then take
+turns until the scheduler moves one: unpinned, two processes took 2.9-3.9 ms a step, pinned 1.6-1.7.
 
 The loss is the mean over the N positions of the batch. With slices of N_k positions,
     loss = sum_k (N_k / N) loss_k,    grads = sum_k (N_k / N) grads_k,
@@ -18,19 +22,25 @@ which are the numbers of one loss_and_grads over the whole batch, up to float ro
 import contextlib
 import ctypes
 import functools
+import multiprocessing
 import os
-from concurrent.futures import ThreadPoolExecutor
+import signal
+import sys
+import threading
+import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
-from transformer import flat_buffer, loss_and_grads
+from transformer import flat_buffer, loss_and_grads, views_into
 
-# A slice is worth a thread when its matrix products take at least this many FLOPs per step, about
-# a millisecond of one core's BLAS here: below it the threads' Python code, which takes turns on the
-# global lock, costs more than the second core gives. Measured on 2 cores: a step of 1.4e8 FLOPs
-# took as long in two slices as in one, and one of 4.4e8 FLOPs took 16% less in two.
-FLOPS_PER_THREAD = 2 ** 27
+# A slice is worth a process when its matrix products take at least this many FLOPs per step:
+# below it, the fixed cost of a step (hundreds of short numpy calls, whatever the batch) and handing
+# the slice over and back outweigh the second core. Measured on 2 cores, the reference model's step
+# on 2 processes against 1: B = 4 (1.7e7 FLOPs), 0.90 times as fast; B = 8 (3.5e7), 0.97; B = 16
+# (6.9e7), 1.22; so the line lies between 1.7e7 and 3.5e7 FLOPs per slice.
+FLOPS_PER_PROCESS = 2 ** 25
 
 
 def matmul_flops(cfg, batch_size, seq_len):
@@ -50,22 +60,25 @@ def matmul_flops(cfg, batch_size, seq_len):
 
 
 def cores():
-    """The CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The CPU cores this process may run on, in order."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
-def threads_for(cfg, batch_size, seq_len, available=None):
-    """How many threads to train with: one per core, as long as each slice of the batch keeps at
-    least FLOPS_PER_THREAD of products; 1 where numpy's BLAS cannot be kept to one core.
+def processes_for(cfg, batch_size, seq_len, available=None):
+    """How many processes to train with: one per core, as long as each slice of the batch keeps at
+    least FLOPS_PER_PROCESS of products; 1 where numpy's BLAS cannot be kept to one core.
 
-    Example: the reference shape (6.9e7 FLOPs a step) -> 1; the large shape of benchmarks/ -> the cores
+    Example: the reference shape (6.9e7 FLOPs a step) -> 2 on 2 or more cores; B = 8 of it (3.5e7) -> 1
     """
     if blas_library() is None:
         return 1
-    available = cores() if available is None else available
-    worth = matmul_flops(cfg, batch_size, seq_len) // FLOPS_PER_THREAD
+    available = len(cores()) if available is None else available
+    worth = matmul_flops(cfg, batch_size, seq_len) // FLOPS_PER_PROCESS
     return max(1, min(available, batch_size, worth))
 
+
+# ---------------------------------------------------------------------------------------------
+# Keeping a process to one core: numpy's BLAS, and the scheduler.
 
 @functools.lru_cache(maxsize=None)
 def blas_library():
@@ -111,27 +124,48 @@ def blas_threads(n):
         set_threads(previous)
 
 
-class DataParallel:
-    """loss_and_grads over a batch, computed by `threads` threads, each on a slice of its rows.
+@contextlib.contextmanager
+def pinned(core):
+    """The calling thread runs on this core alone inside the with-block (Linux; elsewhere as it was)."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    previous = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, previous)
 
-    Use as `with DataParallel(threads) as parallel: loss, grads = parallel.loss_and_grads(...)`.
-    The slices are fixed by the batch's rows and the thread count, and added up in order, so the
-    same batch gives the same bits every time.
+
+# ---------------------------------------------------------------------------------------------
+# The processes.
+
+class DataParallel:
+    """loss_and_grads over a batch, computed by `processes` processes, each on a slice of its rows.
+
+    Use as `with DataParallel(processes) as parallel: loss, grads = parallel.loss_and_grads(...)`.
+    This process computes the first slice; processes - 1 workers, started at the first batch there
+    is to cut, compute the others. The slices are fixed by the batch's rows and the process count,
+    and added up in order, so the same batch gives the same bits every time.
     """
 
-    def __init__(self, threads):
-        assert threads >= 1, f"threads must be 1 or more, got {threads}"
-        self.threads = threads
-        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    def __init__(self, processes):
+        assert processes >= 1, f"processes must be 1 or more, got {processes}"
+        self.processes = processes
+        self.cores = cores()
+        self.workers = []  # a Worker for each slice after the first
+        self.layout = None  # (cfg, names and shapes, dtype) of the parameters the workers were started for
 
     def loss_and_grads(self, params, ids, targets, cfg):  # (B, T) ids and targets -> loss, grads
         ids, targets = np.asarray(ids), np.asarray(targets)
         with blas_threads(1):
-            if self.pool is None or ids.ndim != 2 or len(ids) == 1:
+            if self.processes == 1 or ids.ndim != 2 or len(ids) == 1:
                 return loss_and_grads(params, ids, targets, cfg)
-            slices = list(zip(np.array_split(ids, self.threads), np.array_split(targets, self.threads)))
+            slices = list(zip(np.array_split(ids, self.processes), np.array_split(targets, self.processes)))
             slices = [(slice_ids, slice_targets) for slice_ids, slice_targets in slices if len(slice_ids)]
-            results = list(self.pool.map(lambda s: loss_and_grads(params, s[0], s[1], cfg), slices))
+            with pinned(self.cores[0]):
+                results = self.compute(params, slices, cfg)
         # loss = sum_k (N_k / N) loss_k and grads = sum_k (N_k / N) grads_k, added in place into the first
         shares = [len(slice_ids) / len(ids) for slice_ids, _ in slices]
         loss = sum(share * slice_loss for share, (slice_loss, _) in zip(shares, results))
@@ -139,17 +173,156 @@ class DataParallel:
         total = flat_buffer(grads)
         total *= shares[0]
         for share, (_, slice_grads) in zip(shares[1:], results[1:]):
-            weighted = flat_buffer(slice_grads)
-            weighted *= share
-            total += weighted
+            slice_grads *= share  # in place, in shared memory: the worker writes over it next step anyway
+            total += slice_grads
         return loss, grads
 
+    def compute(self, params, slices, cfg):  # -> [(loss, grads)] of each slice, in order
+        """The first slice here, each of the others in a worker, all at once."""
+        self.start(params, cfg)
+        np.copyto(self.shared_params, flat_buffer(params))  # what every worker's parameters are views of
+        asked = []
+        try:
+            for worker, job in zip(self.workers, slices[1:]):
+                worker.ask(job)
+                asked.append(worker)
+            results = [loss_and_grads(params, *slices[0], cfg)]
+        finally:  # every worker asked is heard from, even when something failed, so none is left a step behind
+            answers = [worker.answer() for worker in asked]
+        for _, error in answers:
+            if error is not None:
+                raise error
+        return results + [(loss, worker.grads) for (loss, _), worker in zip(answers, asked)]
+
+    def start(self, params, cfg):
+        """Start the workers for parameters of this layout, unless they run for it already."""
+        shapes = {name: p.shape for name, p in params.items()}
+        dtype = flat_buffer(params).dtype
+        layout = (cfg, tuple(shapes.items()), dtype.str)
+        if layout == self.layout:
+            return
+        self.close()
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter, alike on Linux, macOS and Windows
+        shared = context.RawArray("b", flat_buffer(params).nbytes)
+        self.shared_params = np.frombuffer(shared, dtype)
+        with sigint_ignored():  # inherited by the workers: Ctrl-C is for this process to handle
+            self.workers = [Worker(context, shared, shapes, dtype, cfg, self.cores[k % len(self.cores)])
+                            for k in range(1, self.processes)]
+        self.layout = layout
+
     def close(self):
-        if self.pool is not None:
-            self.pool.shutdown()
+        for worker in self.workers:
+            worker.stop()
+        self.workers, self.layout = [], None
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Worker:
+    """A worker process, this process's end of the pipe to it, and the gradients it writes."""
+
+    def __init__(self, context, shared_params, shapes, dtype, cfg, core):
+        shared_grads = context.RawArray("b", len(shared_params))
+        self.grads = np.frombuffer(shared_grads, dtype)
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=serve, args=(theirs, shared_params, shared_grads, shapes, dtype, cfg,
+                                                           core), name=f"training worker on core {core}", daemon=True)
+        self.process.start()
+        theirs.close()
+
+    def ask(self, job):
+        """Hand the worker (ids, targets) of its slice."""
+        try:
+            self.connection.send(job)
+        except OSError:
+            raise self.stopped() from None
+
+    def answer(self):
+        """(loss, None) once the worker has its slice's loss, and its gradients in self.grads (flat, in
+        shared memory); or (None, the error it met), with the worker's traceback as its cause."""
+        try:
+            loss, error, trace = received(self.connection)
+        except (EOFError, OSError):
+            return None, self.stopped()
+        if error is not None:
+            error.__cause__ = RuntimeError(f"in the {self.process.name}:\n{trace}")
+        return loss, error
+
+    def stopped(self):
+        self.process.join(timeout=1)  # for its exit code
+        return RuntimeError(f"the {self.process.name} stopped (exit code {self.process.exitcode}); "
+                            f"a step cannot go on without it")
+
+    def stop(self):
+        with contextlib.suppress(OSError):  # OSError: it has stopped already
+            self.connection.send(None)
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.terminate()
+        self.connection.close()
+
+
+# Waking a process that sleeps on a pipe takes tens of microseconds, and a step has two such waits:
+# the worker's for its slice, and this process's for the answer. So each side polls its pipe for up
+# to this long before it sleeps, as OpenBLAS's own threads spin before they sleep. Measured at the
+# reference shape: 1.52 ms a step against 1.61 with sleeping at once; the worker's answer came
+# 0.07 ms after this process's own slice was done instead of 0.13. Between steps, a worker spends
+# at most this much of its core on polling.
+SPIN_SECONDS = 0.001
+
+
+def received(connection):
+    """The next message on the pipe: polled for up to SPIN_SECONDS, then waited for asleep."""
+    deadline = time.perf_counter() + SPIN_SECONDS
+    while not connection.poll() and time.perf_counter() < deadline:
+        pass
+    return connection.recv()
+
+
+def serve(connection, shared_params, shared_grads, shapes, dtype, cfg, core):
+    """A worker's life: (ids, targets) slices in, (loss, None, None) or (None, error, traceback) out,
+    until it is sent None or this end of the pipe closes."""
+    keep_freed_memory()
+    params = views_into(np.frombuffer(shared_params, dtype), shapes)
+    grads_out = np.frombuffer(shared_grads, dtype)
+    with pinned(core), blas_threads(1), contextlib.suppress(EOFError):
+        while (job := received(connection)) is not None:
+            try:
+                loss, grads = loss_and_grads(params, *job, cfg)
+            except Exception as error:  # sent back, to be raised where the step was asked for
+                connection.send((None, error, traceback.format_exc()))
+                continue
+            np.copyto(grads_out, flat_buffer(grads))
+            connection.send((loss, None, None))
+
+
+def keep_freed_memory():
+    """Tell glibc's malloc to keep the memory a step frees for the next step (Linux; elsewhere nothing).
+
+    By default it hands freed memory at the top of the heap back to the system, and each page of it
+    used again costs a page fault: a fresh process took 1.5-1.7 ms a half-batch step of the reference
+    model with about 200 faults a step, 1.1 ms with none. (The process that runs train.py keeps its
+    memory already: loading the corpus raised glibc's own thresholds.)
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None) if sys.platform.startswith("linux") else None
+    if mallopt is not None:
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # from glibc's malloc.h
+        mallopt(M_TRIM_THRESHOLD, 64 << 20)  # give memory back only when 64 MiB lie free at the top
+        mallopt(M_MMAP_THRESHOLD, 32 << 20)  # serve blocks up to 32 MiB (its limit) from the heap
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """Ctrl-C (SIGINT) is ignored inside the with-block, where this is the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -25,7 +25,7 @@ import checkpoint
 import config
 from generate import Sampling, generate
 from optim import Adam, clip_grad_norm, lr_schedule
-from parallel import DataParallel, threads_for
+from parallel import DataParallel, processes_for
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, cross_entropy_forward, forward, init_params
 
@@ -242,10 +242,10 @@ def train(s, resume=False, stop=None):
     else:
         set_aside_previous(folder)
     n_params = sum(p.size for p in params.values())
-    threads = s.threads or threads_for(cfg, s.batch_size, s.seq_len)
+    processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)
     print(f"model: {n_params:,} parameters ({s.dtype}); {len(inputs):,} training windows, "
           f"{len(val_inputs):,} validation windows; {s.epochs} epochs of {steps_per_epoch:,} steps "
-          f"on {threads} thread{'s' * (threads > 1)}")
+          f"on {processes} process{'es' * (processes > 1)}")
 
     def save_resume():
         progress = {"step": step, "settings": vars(s), "corpus_sha256": corpus_sha256,
@@ -260,7 +260,7 @@ def train(s, resume=False, stop=None):
         best = min(history, key=lambda h: h["val_loss"])
         if best["epoch"] == epoch:
             meta = {"settings": vars(s), "seed": s.seed, "steps": step, "best_epoch": epoch, "history": history,
-                    "threads": threads,  # the slices of each batch: they decide the gradients' last bits
+                    "processes": processes,  # the slices of each batch: they decide the gradients' last bits
                     "corpus": {"path": str(path), "sha256": corpus_sha256, "rows": len(rows),
                                "characters": sum(map(len, rows))},
                     "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
@@ -275,7 +275,7 @@ def train(s, resume=False, stop=None):
     started, tokens_per_step = time.perf_counter(), s.batch_size * s.seq_len
     order = None  # this epoch's order of the training windows
     bar = tqdm(total=total_steps, initial=step, unit="step", dynamic_ncols=True, file=sys.stderr)
-    parallel = DataParallel(threads)
+    parallel = DataParallel(processes)
     try:
         while step < total_steps:
             epoch, index = divmod(step, steps_per_epoch)

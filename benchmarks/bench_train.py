@@ -3,15 +3,16 @@
 Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|large|both] [--reps N]
 
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
-on the threads train.py would choose (parallel.threads_for: one at the reference shape, one per
-core at the large), each on a slice of the batch with numpy's BLAS held to one core. The
+on the processes train.py would choose (parallel.processes_for: one per core at both shapes, up
+to two at the reference shape), each on a slice of the batch on a core of its own. The
 PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
 warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
 come from that one run. They alternate in bursts of steps (5 at the reference shape, 1 at the
 large), each burst after a pause of 0.2 s: an idle thread pool spins for a while after its last
 task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on a machine with few
-cores that spinning would otherwise slow whichever side runs next.
+cores that spinning would otherwise slow whichever side runs next. Our worker processes wait on a
+pipe between steps, without spinning.
 
 Also printed:
 - minor page faults per step. glibc gives freed heap back to the system when enough of it is
@@ -23,11 +24,13 @@ Also printed:
 - the step's matmul FLOPs, counted from the shapes (forward + backward of every linear layer and
   of the two attention products), and the rate this project reaches on them, next to NumPy's own
   float32 matmul rate on a 1024 x 1024 @ 1024 x 1024 product measured in the same run;
-- peak memory of one step. Two measures: tracemalloc's peak for our step (NumPy reports its array
-  allocations to tracemalloc; torch does not), and for both sides the growth of the resident set's
-  high-water mark (VmHWM) over one step, each side in a fresh process where glibc is told to mmap
-  every block over 64 KiB, so that freeing memory returns it and the high-water mark sees every
-  temporary rather than reused heap.
+- peak memory of one step. Two measures: tracemalloc's peak for our step in this process, which
+  computes the first slice (NumPy reports its array allocations to tracemalloc; torch does not),
+  and for both sides the growth of the resident set's high-water mark (VmHWM) over one step, each
+  side in a fresh process where glibc is told to mmap every block over 64 KiB, so that freeing
+  memory returns it and the high-water mark sees every temporary rather than reused heap. Beside
+  it, the resident set of that process after the step and, for ours, of its worker processes:
+  each is a whole interpreter with numpy, and keeps its slice's memory from step to step.
 """
 
 import argparse
@@ -46,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from optim import Adam, clip_grad_norm  # noqa: E402
-from parallel import DataParallel, cores, matmul_flops, threads_for  # noqa: E402
+from parallel import DataParallel, cores, matmul_flops, processes_for  # noqa: E402
 from transformer import ModelConfig, init_params  # noqa: E402
 
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
@@ -70,9 +73,9 @@ def make_problem(shape):
 
 
 def numpy_step_fn(cfg, params, ids, targets):
-    """A function that takes one training step of this project, on as many threads as train.py would."""
+    """A function that takes one training step of this project, on as many processes as train.py would."""
     opt = Adam(params, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
-    parallel = DataParallel(threads_for(cfg, *ids.shape))
+    parallel = DataParallel(processes_for(cfg, *ids.shape))
     latest = {}  # the gradients live on until the next step replaces them, as in train.py's loop
 
     def step():
@@ -80,6 +83,7 @@ def numpy_step_fn(cfg, params, ids, targets):
         clip_grad_norm(grads, GRAD_CLIP)
         opt.step(params, grads, LR)
         latest["grads"] = grads
+    step.parallel = parallel  # for memory(): the worker processes' resident sets count too
     return step
 
 
@@ -175,34 +179,37 @@ def tracemalloc_peak_mib(step):
     return (peak - before) / 2 ** 20
 
 
-def rss_kib(field):
-    with open("/proc/self/status") as status:
+def rss_kib(field, pid="self"):
+    with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
 
 
-def hwm_growth_mib(step):
-    """After a warm-up step, how far one more step lifts the resident high-water mark."""
+def memory(step):
+    """After a warm-up step, how far one more step lifts the resident high-water mark (MiB), and the
+    resident sets (MiB) after it of this process and of the worker processes it trains with."""
     step()
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current resident set size (Linux 4.0 and later)
     before = rss_kib("VmRSS")
     step()
-    return (rss_kib("VmHWM") - before) / 1024
+    workers = [worker.process.pid for worker in step.parallel.workers] if hasattr(step, "parallel") else []
+    return {"growth": (rss_kib("VmHWM") - before) / 1024, "resident": rss_kib("VmRSS") / 1024,
+            "workers": [rss_kib("VmRSS", pid) / 1024 for pid in workers]}
 
 
 def child(args):
-    """A fresh process for one side: take timed steps while asked to, or measure VmHWM growth once."""
+    """A fresh process for one side: take timed steps while asked to, or measure its memory once."""
     step = STEP_FNS[args.child](*make_problem(args.shape))
     if args.measure == "steps":
         for _ in sys.stdin:  # one line, one step
             print(json.dumps(timed(step)), flush=True)
     else:
-        print(json.dumps(hwm_growth_mib(step)))
+        print(json.dumps(memory(step)))
 
 
-def hwm_in_child(shape, side):
-    """hwm_growth_mib of one side in a fresh process with small blocks mmapped; None where it failed."""
-    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "hwm"]
+def memory_in_child(shape, side):
+    """memory() of one side in a fresh process with small blocks mmapped; None where it failed."""
+    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "memory"]
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
@@ -223,7 +230,7 @@ def bench(shape, reps, warmup):
     for process in processes.values():
         process.close()
     B, T, C, nh, L, F, V = SHAPES[shape]
-    cfg, threads = problem[0], threads_for(problem[0], B, T)
+    cfg, processes = problem[0], processes_for(problem[0], B, T)
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32, {reps} steps each")
     print("                 alternating in one process          alternating, each in its own process")
     for side in sides:
@@ -236,17 +243,23 @@ def bench(shape, reps, warmup):
         print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
     else:
         print(f"  torch        not measured: {torch_missing}")
-    print(f"  ours on {threads} thread(s) of {cores()} cores, each on a slice of the batch with one core of BLAS "
-          f"(parallel.threads_for)")
+    print(f"  ours on {processes} process(es) of {len(cores())} cores, each on a slice of the batch with one core "
+          f"of BLAS (parallel.processes_for)")
     flops, peak = matmul_flops(cfg, B, T), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9
     print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "
           f"numpy sgemm 1024^3 peak {peak:.1f} GFLOP/s ({100 * rate / peak:.0f}%)")
-    print(f"  peak memory  : ours {tracemalloc_peak_mib(steps['numpy']):.1f} MiB (tracemalloc, numpy allocations)")
+    print(f"  peak memory  : ours {tracemalloc_peak_mib(steps['numpy']):.1f} MiB (tracemalloc, numpy allocations "
+          f"of this process's slice)")
     for side in sides:
-        growth = hwm_in_child(shape, side)
-        shown = "unavailable (needs Linux /proc)" if growth is None else f"{growth:.1f} MiB"
-        print(f"                 {side:5s} {shown} (growth of VmHWM over one step, fresh process)")
+        used = memory_in_child(shape, side)
+        if used is None:
+            print(f"                 {side:5s} unavailable (needs Linux /proc)")
+            continue
+        workers = (f" + {sum(used['workers']):.1f} MiB in {len(used['workers'])} worker process(es)"
+                   if used["workers"] else "")
+        print(f"                 {side:5s} {used['growth']:.1f} MiB (growth of VmHWM over one step, fresh process); "
+              f"resident after it {used['resident']:.1f} MiB{workers}")
 
 
 def main():
@@ -255,7 +268,7 @@ def main():
     parser.add_argument("--reps", type=int, default=None, help="timed steps per side (default 60 reference, 24 large)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
     parser.add_argument("--child", choices=list(STEP_FNS), help=argparse.SUPPRESS)
-    parser.add_argument("--measure", choices=["steps", "hwm"], help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=["steps", "memory"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)

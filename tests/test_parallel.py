@@ -1,22 +1,27 @@
-"""parallel.py: a batch cut into slices, one thread each, gives the gradients of the whole batch."""
+"""parallel.py: a batch cut into slices, one process each, gives the gradients of the whole batch."""
+
+import os
+import signal
+import threading
 
 import numpy as np
 import pytest
 
 import parallel
-from transformer import ModelConfig, flat_buffer, loss_and_grads
+from transformer import ModelConfig, flat_buffer, init_params, loss_and_grads
 
 REFERENCE = ModelConfig(vocab_size=575, context_len=16, emb_dim=32, num_heads=2, num_layers=2, ff_dim=128, ln_eps=1e-5)
 LARGE = ModelConfig(vocab_size=575, context_len=128, emb_dim=256, num_heads=4, num_layers=4, ff_dim=1024, ln_eps=1e-5)
 needs_openblas = pytest.mark.skipif(parallel.blas_library() is None,
-                                    reason="numpy's BLAS is not an OpenBLAS that sets a thread's own thread count")
+                                    reason="numpy's BLAS is not an OpenBLAS whose thread count can be set")
+needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this system cannot pin a thread")
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3, 5])  # 3 slices of the 3 rows; 5 threads for 3 rows leave 2 idle
-def test_slices_give_the_loss_and_gradients_of_the_whole_batch(tiny_cfg, tiny_params, tiny_batch, threads):
-    ids, targets = tiny_batch  # (3, 5): with 2 threads, slices of 2 rows and 1 row, weighted 2/3 and 1/3
+@pytest.mark.parametrize("processes", [1, 2, 3, 5])  # 3 slices of the 3 rows; 5 processes for 3 rows leave 2 idle
+def test_slices_give_the_loss_and_gradients_of_the_whole_batch(tiny_cfg, tiny_params, tiny_batch, processes):
+    ids, targets = tiny_batch  # (3, 5): with 2 processes, slices of 2 rows and 1 row, weighted 2/3 and 1/3
     loss, grads = loss_and_grads(tiny_params, ids, targets, tiny_cfg)
-    with parallel.DataParallel(threads) as workers:
+    with parallel.DataParallel(processes) as workers:
         sliced_loss, sliced_grads = workers.loss_and_grads(tiny_params, ids, targets, tiny_cfg)
     assert sliced_loss == pytest.approx(loss, abs=1e-14)
     assert list(sliced_grads) == list(grads)
@@ -41,13 +46,72 @@ def test_the_same_batch_gives_the_same_bits_every_time(tiny_cfg, tiny_params, ti
         assert flat_buffer(grads).tobytes() == flat_buffer(runs[0][1]).tobytes()
 
 
+def test_the_workers_see_each_steps_parameters(tiny_cfg, tiny_params, tiny_batch):
+    # the parameters change between steps, as Adam changes them: the workers must use the new ones
+    with parallel.DataParallel(2) as workers:
+        workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+        flat_buffer(tiny_params)[:] *= 0.5
+        loss, grads = workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    expected_loss, expected_grads = loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    assert loss == pytest.approx(expected_loss, abs=1e-14)
+    np.testing.assert_allclose(flat_buffer(grads), flat_buffer(expected_grads), rtol=0, atol=1e-14)
+
+
+def test_other_parameters_start_new_workers(tiny_cfg, tiny_params, tiny_batch):
+    other_cfg = ModelConfig(vocab_size=7, context_len=8, emb_dim=6, num_heads=3, num_layers=1, ff_dim=5, ln_eps=1e-5)
+    other_params = init_params(other_cfg, np.random.default_rng(2))
+    with parallel.DataParallel(2) as workers:
+        for cfg, params in ((tiny_cfg, tiny_params), (other_cfg, other_params), (tiny_cfg, tiny_params.copy())):
+            loss, grads = workers.loss_and_grads(params, *tiny_batch, cfg)
+            expected_loss, expected_grads = loss_and_grads(params, *tiny_batch, cfg)
+            assert loss == pytest.approx(expected_loss, abs=1e-14)
+            np.testing.assert_allclose(flat_buffer(grads), flat_buffer(expected_grads), rtol=0, atol=1e-14)
+
+
 def test_a_single_sequence_is_not_sliced(tiny_cfg, tiny_params, tiny_batch):
     ids, targets = tiny_batch[0][0], tiny_batch[1][0]  # (T,)
     with parallel.DataParallel(2) as workers:
         loss, grads = workers.loss_and_grads(tiny_params, ids, targets, tiny_cfg)
+        assert workers.workers == []  # nothing to cut, so no worker was started
     expected_loss, expected_grads = loss_and_grads(tiny_params, ids, targets, tiny_cfg)
     assert loss == expected_loss
     assert flat_buffer(grads).tobytes() == flat_buffer(expected_grads).tobytes()
+
+
+def test_an_error_in_a_workers_slice_is_raised_here_and_the_next_step_works(tiny_cfg, tiny_params, tiny_batch):
+    ids, targets = tiny_batch
+    bad = ids.copy()
+    bad[1, 0] = tiny_cfg.vocab_size  # 3 slices of a row each: the first worker finds it, the second has none
+    with parallel.DataParallel(3) as workers:
+        with pytest.raises(ValueError, match="outside the vocabulary") as raised:
+            workers.loss_and_grads(tiny_params, bad, targets, tiny_cfg)
+        assert "in the training worker" in str(raised.value.__cause__)  # with the worker's traceback
+        # other rows for each worker than last time: an answer left over from the failed step would show
+        loss, grads = workers.loss_and_grads(tiny_params, ids[::-1], targets[::-1], tiny_cfg)
+    expected_loss, expected_grads = loss_and_grads(tiny_params, ids[::-1], targets[::-1], tiny_cfg)
+    assert loss == pytest.approx(expected_loss, abs=1e-14)
+    np.testing.assert_allclose(flat_buffer(grads), flat_buffer(expected_grads), rtol=0, atol=1e-14)
+
+
+def test_a_worker_that_died_is_reported_with_its_exit_code(tiny_cfg, tiny_params, tiny_batch):
+    with parallel.DataParallel(2) as workers:
+        workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+        workers.workers[0].process.kill()
+        workers.workers[0].process.join()
+        with pytest.raises(RuntimeError, match=r"the training worker on core \d+ stopped \(exit code -9\)"):
+            workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+
+
+def test_ctrl_c_is_left_to_the_process_that_trains_and_close_stops_the_workers(tiny_cfg, tiny_params, tiny_batch):
+    with parallel.DataParallel(3) as workers:
+        workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+        processes = [worker.process for worker in workers.workers]
+        for process in processes:
+            os.kill(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to all of them
+        loss, _ = workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+        assert all(process.is_alive() for process in processes)
+    assert not any(process.is_alive() for process in processes)
+    assert loss == pytest.approx(loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)[0], abs=1e-14)
 
 
 def test_matmul_flops_of_the_reference_shape():
@@ -59,12 +123,13 @@ def test_matmul_flops_of_the_reference_shape():
 
 
 @needs_openblas
-def test_threads_follow_the_work_per_slice():
-    assert parallel.threads_for(REFERENCE, 16, 16, available=2) == 1  # 6.9e7 FLOPs: under one slice's worth
-    assert parallel.threads_for(REFERENCE, 64, 16, available=2) == 2  # 2.8e8 FLOPs: two slices' worth
-    assert parallel.threads_for(LARGE, 32, 128, available=2) == 2
-    assert parallel.threads_for(LARGE, 32, 128, available=64) == 32  # never more slices than rows
-    assert parallel.threads_for(LARGE, 32, 128, available=1) == 1
+def test_processes_follow_the_work_per_slice():
+    assert parallel.processes_for(REFERENCE, 16, 16, available=2) == 2  # 6.9e7 FLOPs: two slices' worth
+    assert parallel.processes_for(REFERENCE, 16, 16, available=8) == 2  # and no more
+    assert parallel.processes_for(REFERENCE, 8, 16, available=2) == 1  # 3.5e7 FLOPs: one slice's worth
+    assert parallel.processes_for(LARGE, 32, 128, available=2) == 2
+    assert parallel.processes_for(LARGE, 32, 128, available=64) == 32  # never more slices than rows
+    assert parallel.processes_for(LARGE, 32, 128, available=1) == 1
 
 
 @needs_openblas
@@ -79,19 +144,54 @@ def test_blas_threads_hold_inside_the_block_and_come_back_after():
     assert get_threads() == before
 
 
-@needs_openblas
-def test_a_step_runs_its_products_on_one_core_and_gives_the_cores_back(tiny_cfg, tiny_params, tiny_batch,
-                                                                        monkeypatch):
-    _, get_threads = parallel.blas_library()
-    before, seen = get_threads(), []
+def where_it_runs(monkeypatch):
+    """Make parallel.loss_and_grads note the BLAS threads and the cores of each call here."""
+    seen = []
 
     def spy(*args):
-        seen.append(get_threads())
+        seen.append((parallel.blas_library()[1](), os.sched_getaffinity(0)))
         return loss_and_grads(*args)
 
     monkeypatch.setattr(parallel, "loss_and_grads", spy)
-    for threads in (1, 2):
-        with parallel.DataParallel(threads) as workers:
+    return seen
+
+
+@needs_openblas
+@needs_affinity
+def test_a_step_runs_here_on_one_blas_core_and_gives_the_cores_back(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
+    _, get_threads = parallel.blas_library()
+    before = get_threads(), os.sched_getaffinity(0)
+    seen = where_it_runs(monkeypatch)
+    for processes in (1, 2):
+        with parallel.DataParallel(processes) as workers:
             workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
-    assert seen == [1, 1, 1]  # one call for 1 thread, one for each of the 2 slices
-    assert get_threads() == before
+    assert seen == [(1, before[1]), (1, {parallel.cores()[0]})]  # the whole batch unpinned, then the first of 2 slices
+    assert (get_threads(), os.sched_getaffinity(0)) == before
+
+
+@needs_openblas
+@needs_affinity
+def test_a_worker_runs_on_its_own_core_and_answers_its_slice(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
+    # serve, the worker's loop, run in a thread of this process so that the spy can see it
+    import multiprocessing
+    seen = where_it_runs(monkeypatch)
+    flat = flat_buffer(tiny_params)
+    shared_grads = multiprocessing.RawArray("b", flat.nbytes)
+    ours, theirs = multiprocessing.Pipe()
+    shapes = {name: p.shape for name, p in tiny_params.items()}
+    core = parallel.cores()[-1]
+    worker = threading.Thread(target=parallel.serve, args=(theirs, flat, shared_grads, shapes, flat.dtype, tiny_cfg, core))
+    worker.start()
+    ids, targets = tiny_batch
+    ours.send((ids[2:], targets[2:]))
+    loss, error, trace = ours.recv()
+    ours.send((ids[2:], targets[2:] + tiny_cfg.vocab_size))  # targets out of range: sent back, not raised there
+    _, bad_target, _ = ours.recv()
+    ours.send(None)
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert seen[0] == (1, {core})
+    expected_loss, expected_grads = loss_and_grads(tiny_params, ids[2:], targets[2:], tiny_cfg)
+    assert (loss, error, trace) == (expected_loss, None, None)
+    assert np.frombuffer(shared_grads, flat.dtype).tobytes() == flat_buffer(expected_grads).tobytes()
+    assert isinstance(bad_target, ValueError) and "outside the vocabulary" in str(bad_target)

@@ -109,15 +109,15 @@ def test_same_seed_gives_bit_identical_checkpoints(tmp_path, corpus):
     assert meta[0] == meta[1]
 
 
-def test_two_threads_give_bit_identical_checkpoints_and_are_recorded(tmp_path, corpus):
-    # the batch is cut into two slices, one per thread: the result must still be the same every run
+def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path, corpus):
+    # the batch is cut into two slices, one per process: the result must still be the same every run
     for name in ("a", "b"):
-        train.train(tiny_settings(tmp_path / name, corpus, epochs=1, threads=2))
+        train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2))
     for file in ("model.npz", "resume.npz", "losses.csv"):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
-    assert checkpoint.read_json(tmp_path / "a" / "model.json")["threads"] == 2
+    assert checkpoint.read_json(tmp_path / "a" / "model.json")["processes"] == 2
     train.train(tiny_settings(tmp_path / "one", corpus, epochs=1))
-    assert checkpoint.read_json(tmp_path / "one" / "model.json")["threads"] == 1  # 0 chose 1 for this tiny model
+    assert checkpoint.read_json(tmp_path / "one" / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
     # (the two runs differ in float32 rounding, which Adam blows up where a gradient is pure rounding,
     # as bk's is; tests/test_parallel.py checks the sliced gradients against the whole batch's)
 
@@ -260,7 +260,7 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--seq_len", "64"], "seq_len (64) must not exceed context_len (32)"),
         (["--top_p", "1.5"], "top_p must be in (0, 1]"),
         (["--dtype", "float16"], "dtype must be float32 or float64"),
-        (["--threads", "-1"], "threads must be 0 (chosen from the model's size) or more"),
+        (["--processes", "-1"], "processes must be 0 (chosen from the model's size) or more"),
         (["--resume", "--checkpoint", str(tmp_path / "none")], "nothing to resume"),
     ]
     for args, message in cases:
