@@ -147,7 +147,9 @@ class DataParallel:
     Use as `with DataParallel(processes) as parallel: loss, grads = parallel.loss_and_grads(...)`.
     This process computes the first slice; processes - 1 workers, started at the first batch there
     is to cut, compute the others. The slices are fixed by the batch's rows and the process count,
-    and added up in order, so the same batch gives the same bits every time.
+    and added up in order, so the same batch gives the same bits every time. The workers start as
+    fresh interpreters that import the main script, so a script that uses this keeps its work under
+    `if __name__ == "__main__":`, as train.py does.
     """
 
     def __init__(self, processes):
