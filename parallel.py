@@ -126,12 +126,14 @@ def blas_threads(n):
 
 @contextlib.contextmanager
 def pinned(core):
-    """The calling thread runs on this core alone inside the with-block (Linux; elsewhere as it was)."""
-    if not hasattr(os, "sched_setaffinity"):
+    """The calling thread runs on this core alone inside the with-block, and as before after it.
+    Where it cannot be pinned (not Linux, or a container that forbids it) it runs as it was."""
+    try:
+        previous = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {core})
+    except (AttributeError, OSError):  # AttributeError: this system has no sched_setaffinity
         yield
         return
-    previous = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {core})
     try:
         yield
     finally:

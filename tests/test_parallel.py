@@ -128,6 +128,20 @@ def test_a_message_is_received_whether_it_comes_while_polling_or_after():
         parallel.received(ours)
 
 
+def test_a_system_that_forbids_pinning_still_gets_the_right_numbers(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
+    def refuse(pid, cores):
+        raise PermissionError("sched_setaffinity is not allowed here")
+
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    with parallel.pinned(0):
+        pass
+    with parallel.DataParallel(2) as workers:  # the worker, a fresh process, may pin itself
+        loss, grads = workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    expected_loss, expected_grads = loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
+    assert loss == pytest.approx(expected_loss, abs=1e-14)
+    np.testing.assert_allclose(flat_buffer(grads), flat_buffer(expected_grads), rtol=0, atol=1e-14)
+
+
 def test_matmul_flops_of_the_reference_shape():
     # N = 256, C = 32, F = 128, V = 575, hs = 16, 32 heads of T = 16. Per block, forward:
     # QKV 2*256*32*96 = 1,572,864; scores and attn @ V 2 * (2*32*16*16*16) = 524,288;
