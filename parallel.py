@@ -183,8 +183,9 @@ class DataParallel:
 
     def compute(self, params, slices, cfg):  # -> [(loss, grads)] of each slice, in order
         """The first slice here, each of the others in a worker, all at once."""
-        self.start(params, cfg)
-        np.copyto(self.shared_params, flat_buffer(params))  # what every worker's parameters are views of
+        flat = flat_buffer(params)
+        self.start(params, flat, cfg)
+        np.copyto(self.shared_params, flat)  # what every worker's parameters are views of
         asked = []
         try:
             for worker, job in zip(self.workers, slices[1:]):
@@ -198,16 +199,16 @@ class DataParallel:
                 raise error
         return results + [(loss, worker.grads) for (loss, _), worker in zip(answers, asked)]
 
-    def start(self, params, cfg):
-        """Start the workers for parameters of this layout, unless they run for it already."""
+    def start(self, params, flat, cfg):
+        """Start the workers for parameters of this layout (flat: their buffer), unless they run for it already."""
         shapes = {name: p.shape for name, p in params.items()}
-        dtype = flat_buffer(params).dtype
+        dtype = flat.dtype
         layout = (cfg, tuple(shapes.items()), dtype.str)
         if layout == self.layout:
             return
         self.close()
         context = multiprocessing.get_context("spawn")  # a fresh interpreter, alike on Linux, macOS and Windows
-        shared = context.RawArray("b", flat_buffer(params).nbytes)
+        shared = context.RawArray("b", flat.nbytes)
         self.shared_params = np.frombuffer(shared, dtype)
         with sigint_ignored():  # inherited by the workers: Ctrl-C is for this process to handle
             self.workers = [Worker(context, shared, shapes, dtype, cfg, self.cores[k % len(self.cores)])

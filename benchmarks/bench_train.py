@@ -3,16 +3,17 @@
 Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|large|both] [--reps N]
 
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
-on the processes train.py would choose (parallel.processes_for: one per core at both shapes, up
-to two at the reference shape), each on a slice of the batch on a core of its own. The
+on the processes train.py would choose (parallel.processes_for: two at the reference shape, whose
+products hold two slices' worth, one per core at the large), each on a slice of the batch on a core
+of its own. The
 PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
 warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
 come from that one run. They alternate in bursts of steps (5 at the reference shape, 1 at the
 large), each burst after a pause of 0.2 s: an idle thread pool spins for a while after its last
 task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on a machine with few
-cores that spinning would otherwise slow whichever side runs next. Our worker processes wait on a
-pipe between steps, without spinning.
+cores that spinning would otherwise slow whichever side runs next. Our processes poll their pipes
+for at most a millisecond after a step (parallel.SPIN_SECONDS), then sleep.
 
 Also printed:
 - minor page faults per step. glibc gives freed heap back to the system when enough of it is
@@ -230,7 +231,7 @@ def bench(shape, reps, warmup):
     for process in processes.values():
         process.close()
     B, T, C, nh, L, F, V = SHAPES[shape]
-    cfg, processes = problem[0], processes_for(problem[0], B, T)
+    cfg, processes = problem[0], steps["numpy"].parallel.processes
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32, {reps} steps each")
     print("                 alternating in one process          alternating, each in its own process")
     for side in sides:
@@ -260,6 +261,7 @@ def bench(shape, reps, warmup):
                    if used["workers"] else "")
         print(f"                 {side:5s} {used['growth']:.1f} MiB (growth of VmHWM over one step, fresh process); "
               f"resident after it {used['resident']:.1f} MiB{workers}")
+    steps["numpy"].parallel.close()  # its workers stop here, not idle through the next shape's run
 
 
 def main():
