@@ -8,22 +8,35 @@ A checkpoint folder holds
     model.tok.json   the tokenizer
     resume.npz       the latest weights and AdamW's moments, for `python train.py --resume`
     resume.json      where training stood: step, settings, history
+
+Training's home folder (checkpoints/) holds a folder for each run, runs/<start time>/, with all of
+that run's files, and on top the latest good model, a copy of the best model of the run that
+saved last: that is what talk.py reads. A model on top that no run folder holds (one trained
+before runs/ existed) is copied into runs/ before anything replaces it, so every model stays
+until its owner deletes it.
+
 Every file is written to a temporary name and renamed once all the files of a save are written,
-so a failed or interrupted write leaves the old files whole; a crash between two renames leaves a
-mix, which loading recognises by the sha256 in model.json. Loading checks everything and raises
-ValueError with what is wrong and what to do.
+so a failed or interrupted write leaves the old files whole. A kill between two renames leaves a
+mix, which loading recognises by the sha256 in model.json; a run's own folder is written before
+the top, so one of the two is always whole, and loading a home folder whose top is not whole
+takes the newest whole model in its runs/. Loading checks everything and raises ValueError with
+what is wrong and what to do.
 """
 
+import contextlib
 import hashlib
 import io
 import json
 import os
+import shutil
 import zipfile
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from files import publish_staged, write_atomically, write_staged
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, pack, param_shapes
 
@@ -38,36 +51,11 @@ class Checkpoint:
     cfg: ModelConfig
     tokenizer: BPETokenizer
     meta: dict  # the contents of model.json
+    folder: Path  # the folder it was read from: the one asked for, or the run it fell back to
 
 
 def sha256_of(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def temporary_name(path):
-    path = Path(path)
-    return path.with_name(f".{path.name}.tmp")
-
-
-def write_staged(path, data):
-    """Write bytes to path's temporary name, flushed to disk; publish_staged renames it onto path."""
-    with open(temporary_name(path), "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def publish_staged(paths):
-    """Rename each staged file onto its path, in order. Done only once every file is written, so a
-    failed write leaves all the old files as they were."""
-    for path in paths:
-        os.replace(temporary_name(path), path)
-
-
-def write_atomically(path, data):
-    """Write bytes to path through a temporary file in the same folder and a rename."""
-    write_staged(path, data)
-    publish_staged([path])
 
 
 def npz_bytes(arrays):
@@ -105,15 +93,15 @@ def save_model(folder, params, cfg, tokenizer, meta):
     """Write model.npz, model.tok.json and model.json; the renames happen only once all are written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    weights = npz_bytes(params)
-    tokenizer.save(temporary_name(folder / "model.tok.json"))
+    weights, tokenizer_bytes = npz_bytes(params), tokenizer.to_bytes()
+    write_staged(folder / "model.tok.json", tokenizer_bytes)
     write_staged(folder / "model.npz", weights)
     description = {
         "format": FORMAT, "version": VERSION,
         "model": {f.name: getattr(cfg, f.name) for f in fields(cfg)},
         "dtype": str(next(iter(params.values())).dtype),
         "weights_sha256": hashlib.sha256(weights).hexdigest(),
-        "tokenizer_sha256": sha256_of(temporary_name(folder / "model.tok.json")),
+        "tokenizer_sha256": hashlib.sha256(tokenizer_bytes).hexdigest(),
         **meta,
     }
     write_staged(folder / "model.json", json_bytes(description))
@@ -136,8 +124,27 @@ def check_weights(arrays, cfg, path):
 
 
 def load(folder):
-    """The checkpoint in folder, every file checked against the others."""
+    """The checkpoint in folder, every file checked against the others; where folder is a home whose
+    top is missing or not whole, the newest whole model in its runs/."""
     folder = Path(folder)
+    try:
+        return load_files(folder)
+    except ValueError:
+        for run in newest_first(folder, "model.json"):
+            with contextlib.suppress(ValueError):
+                return load_files(run)
+        raise
+
+
+def newest_first(home, name):
+    """The run folders in home/runs/ that hold the file `name`, the most recently written first."""
+    runs = Path(home) / "runs"
+    found = runs.glob(f"*/{name}") if runs.is_dir() else []
+    return [path.parent for path in sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)]
+
+
+def load_files(folder):
+    """The checkpoint whose three files are in folder, every file checked against the others."""
     for name in ("model.json", "model.npz", "model.tok.json"):
         if not (folder / name).is_file():
             raise ValueError(f"no checkpoint in {folder}/ ({name} is missing); {RETRAIN}")
@@ -161,7 +168,114 @@ def load(folder):
     if tokenizer.vocab_size != cfg.vocab_size:
         raise ValueError(f"the tokenizer in {folder} has {tokenizer.vocab_size} tokens, the model "
                          f"{cfg.vocab_size}; {RETRAIN}")
-    return Checkpoint(pack(arrays), cfg, tokenizer, meta)
+    return Checkpoint(pack(arrays), cfg, tokenizer, meta, folder)
+
+
+# --- the home folder and its runs -------------------------------------------------------------
+
+MODEL_FILES = ("model.npz", "model.tok.json", "model.json")
+
+
+def check_writable(folder):
+    """Fail before training, not after, when the folder cannot be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(folder / ".write-test", b"")
+        (folder / ".write-test").unlink()
+    except OSError as err:
+        raise ValueError(f"cannot write checkpoints to {folder}/ ({err.strerror}); choose a folder with "
+                         f"--checkpoint") from None
+
+
+def new_run_folder(home):
+    """A new, empty folder home/runs/<UTC start time>/ for a run."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1, 1000):
+        folder = Path(home) / "runs" / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(parents=True)
+            return folder
+    raise ValueError(f"cannot make a run folder in {home}/runs/")
+
+
+def home_of(run_folder):
+    """The home folder a run folder belongs to (home/runs/<run>/), or None for one moved out of it."""
+    run_folder = Path(run_folder)
+    return run_folder.parent.parent if run_folder.parent.name == "runs" else None
+
+
+def keep_earlier_model(home):
+    """Before the top of home is replaced: if its model is whole and no run folder holds it, copy it
+    to home/runs/earlier-<its weights' sha256>/, so it is not lost."""
+    home = Path(home)
+    try:
+        model = load_files(home)
+    except ValueError:
+        return  # nothing whole there: a mix left by a kill mid-copy, whose parts a run folder holds
+    run = model.meta.get("run")
+    if isinstance(run, str) and (home / "runs" / run / "model.json").is_file():
+        return
+    kept = home / "runs" / f"earlier-{model.meta['weights_sha256'][:12]}"
+    if kept.is_dir():
+        return
+    staging = home / "runs" / f".{kept.name}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in MODEL_FILES:
+        shutil.copy2(home / name, staging / name)
+    os.replace(staging, kept)
+    print(f"the model that was in {home}/ is kept in {kept}/")
+
+
+def run_to_resume(folder):
+    """The run folder to resume: folder itself where it holds a resume state, else the latest run in
+    folder/runs/. ValueError where there is none, or where it is finished."""
+    folder = Path(folder)
+    if (folder / "resume.json").is_file():
+        run = folder
+    else:
+        runs = newest_first(folder, "resume.json")
+        if not runs:
+            raise ValueError(f"nothing to resume in {folder}/ (no resume.json there, nor in a run in its runs/); "
+                             f"give the run's folder with --checkpoint, or start a new run without --resume")
+        run = runs[0]
+    progress = read_json(run / "resume.json")
+    if not isinstance(progress, dict) or not isinstance(progress.get("settings"), dict):
+        raise ValueError(f"{run}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
+    total = progress.get("total_steps")
+    if isinstance(total, int) and progress.get("step") == total:
+        raise ValueError(f"the run in {run}/ is finished: it took all {total:,} steps, and its best model is "
+                         f"in {run}/; start a new run without --resume")
+    return run
+
+
+@contextlib.contextmanager
+def locked(folder):
+    """Hold folder/.lock for the with-block, so that two trainings never write into one folder at
+    once; the system drops the lock when its process ends, however it ends. ValueError if it is held."""
+    folder = Path(folder)
+    check_writable(folder)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; runs still write to folders of their own
+        yield
+        return
+    with open(folder / ".lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise ValueError(f"another training (process {holder}) is writing to {folder}/; wait for it to "
+                             f"finish, or give another folder with --checkpoint") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def save_resume_state(folder, params, opt_state, progress):

@@ -1,7 +1,9 @@
 """Every setting of the project, one plain assignment each, with a comment that says what it does.
 
 train.py, generate.py and talk.py read these values. Any of them can be overridden on the command
-line as `--name value` (`python train.py --epochs 2`); `python train.py --help` lists them all.
+line as `--name value` or `--name=value` (`python train.py --epochs 2`); each script's --help lists
+the ones it reads. A recipe (RECIPES, below) is a named set of overrides measured for one job:
+`python train.py --recipe book --corpus_path my.txt`; settings given after it still win.
 On import this file checks that its values agree with each other and says which one is wrong.
 """
 
@@ -15,24 +17,27 @@ from pathlib import Path
 context_len = 32  # rows of the position table: the longest sequence the model can read
 emb_dim = 32  # width of every token vector (C in the equations)
 num_heads = 2  # attention heads per block
-head_dim = 16  # width of one head; num_heads * head_dim must equal emb_dim
+head_dim = 0  # width of one head; 0 = emb_dim // num_heads, the only width that fits
 num_layers = 2  # transformer blocks
 ff_dim = 128  # hidden width of each block's MLP
 ln_eps = 1e-5  # added to the variance in every layer norm, so no division by zero
 dtype = "float32"  # compute dtype of training: float32 (fast) or float64 (what the gradient checks use)
 
 # --- the data ---
-corpus_path = "data/corpus.csv"  # a CSV (or .txt, one row per line); falls back to data/sample.csv when absent
+corpus_path = "data/corpus.csv"  # a CSV (rows are documents) or a .txt (one exact text); falls back to data/sample.csv when absent
 corpus_column = "text"  # the CSV column that holds the text
-max_rows = 2000  # keep only the first max_rows rows of the corpus
+max_rows = 2000  # keep only the first max_rows rows of a CSV; 0 = all of them
 num_merges = 500  # BPE merges learned on top of the corpus's characters
-val_fraction = 0.1  # share of the rows held out for validation
+val_fraction = 0.1  # share held out for validation: whole rows of a CSV, the end of a .txt
 seq_len = 16  # tokens in one training window, and the generation window
 stride = 1  # tokens between the starts of two consecutive windows
 
 # --- training ---
 batch_size = 16  # windows per optimizer step
-epochs = 20  # passes over the training windows
+epochs = 20  # passes over the training windows (when max_steps is 0)
+max_steps = 0  # optimizer steps in the run, and the length of its schedule; 0 = epochs decide
+eval_interval = 250  # with max_steps: steps between validations (a run in epochs validates at each epoch's end)
+eval_tokens = 0  # held-out tokens scored at each validation, a fixed seeded choice of windows; 0 = all of them
 seed = 42  # seeds the initial weights, the split, the order of the windows and the samples
 lr_max = 1e-3  # learning rate at the end of warmup
 lr_min = 1e-4  # learning rate at the last step, where the cosine ends
@@ -42,7 +47,7 @@ beta2 = 0.999  # Adam's decay of the running mean of squared gradients
 adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
-checkpoint = "checkpoints"  # the folder training writes the model to, and generation reads it from
+checkpoint = "checkpoints"  # where models live: each run in runs/, the latest good model on top, read by talk.py
 processes = 0  # processes that share each batch, a slice of its rows each; 0 = one per core if the model is big enough
 
 # --- generation ---
@@ -50,6 +55,19 @@ max_new_tokens = 50  # tokens generated for each prompt
 temperature = 0.8  # divides the logits before sampling; 0 means always take the most likely token
 top_k = 0  # keep only the k most likely tokens; 0 turns this filter off
 top_p = 0.9  # keep the smallest set of most likely tokens whose probability reaches top_p
+
+# --- recipes ---
+recipe = ""  # a named set of overrides from RECIPES, applied before the settings given with it; "" = none
+
+# Each value chosen by measurement on a 2-core machine, for the best bits per character on held-out
+# text per second of training; benchmarks/bench_text.py measures the recipe, the README has its figures.
+RECIPES = {
+    "book": {  # one plain-text book or play of about 1 MB: python train.py --recipe book --corpus_path my.txt
+        "context_len": 64, "seq_len": 64, "emb_dim": 128, "num_heads": 4, "num_layers": 4, "ff_dim": 512,
+        "num_merges": 250, "batch_size": 12, "max_steps": 2000, "eval_interval": 250,
+        "lr_max": 2e-3, "lr_min": 2e-4, "warmup_steps": 100, "beta2": 0.99, "weight_decay": 0.1,
+    },
+}
 
 
 class SettingError(ValueError):
@@ -71,29 +89,32 @@ def comments():
 
 def check(s):
     """Raise SettingError naming the first setting that cannot work. s: a namespace of settings."""
-    positive = ["context_len", "emb_dim", "num_heads", "head_dim", "num_layers", "ff_dim", "ln_eps",
-                "max_rows", "seq_len", "stride", "batch_size", "epochs", "lr_max", "adam_eps",
-                "grad_clip", "max_new_tokens"]
+    positive = ["context_len", "emb_dim", "num_heads", "num_layers", "ff_dim", "ln_eps", "seq_len", "stride",
+                "batch_size", "epochs", "eval_interval", "lr_max", "adam_eps", "grad_clip", "max_new_tokens"]
     for name in positive:
         if not getattr(s, name) > 0:
             raise SettingError(f"{name} must be positive, got {getattr(s, name)}")
+    at_least_zero = ["head_dim", "max_rows", "num_merges", "max_steps", "eval_tokens", "warmup_steps", "weight_decay",
+                     "temperature", "top_k"]
+    for name in at_least_zero:
+        if not getattr(s, name) >= 0:
+            raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
     rules = [
-        (s.num_heads * s.head_dim == s.emb_dim,
-         f"num_heads * head_dim must equal emb_dim, got {s.num_heads} * {s.head_dim} != {s.emb_dim}"),
+        (s.emb_dim % s.num_heads == 0,
+         f"emb_dim ({s.emb_dim}) must be divisible by num_heads ({s.num_heads}): each head gets an equal share"),
+        (s.head_dim in (0, s.emb_dim // s.num_heads),
+         f"head_dim {s.head_dim} does not fit: emb_dim {s.emb_dim} / num_heads {s.num_heads} = "
+         f"{s.emb_dim // s.num_heads}; leave head_dim out (0) and it follows"),
         (s.seq_len <= s.context_len,
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
         (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
-        (s.num_merges >= 0, f"num_merges must be 0 or more, got {s.num_merges}"),
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
-        (s.warmup_steps >= 0, f"warmup_steps must be 0 or more, got {s.warmup_steps}"),
         (s.processes >= 0, f"processes must be 0 (chosen from the model's size) or more, got {s.processes}"),
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
-        (s.weight_decay >= 0, f"weight_decay must be 0 or more, got {s.weight_decay}"),
-        (s.temperature >= 0, f"temperature must be 0 or more, got {s.temperature}"),
-        (s.top_k >= 0, f"top_k must be 0 (off) or more, got {s.top_k}"),
         (0 < s.top_p <= 1, f"top_p must be in (0, 1], got {s.top_p}"),
         (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
+        (s.recipe in ("", *RECIPES), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(RECIPES)}"),
     ]
     for holds, message in rules:
         if not holds:
@@ -107,22 +128,48 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
-def parser(description):
-    """A command-line parser with one `--name value` option per setting, typed by its default."""
+def parser(description, names=None):
+    """A command-line parser with one `--name value` option per setting (those in names, or all),
+    typed by its default."""
     p = _OneLineParser(description=description, allow_abbrev=False,
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     group = p.add_argument_group("settings (defaults from config.py)")
     notes = comments()
     for name, value in defaults().items():
-        group.add_argument(f"--{name}", type=type(value), default=value, metavar=type(value).__name__.upper(),
-                           help=notes.get(name, ""))
+        if names is None or name in names:
+            group.add_argument(f"--{name}", type=type(value), default=value,
+                               metavar=type(value).__name__.upper(), help=notes.get(name, ""))
     return p
 
 
+def given(argv):
+    """The names of the settings given on a command line, in either spelling (--name value, --name=value).
+
+    Example: given(["--epochs=5", "--seed", "3", "my.txt"]) -> {"epochs", "seed"}
+    """
+    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+def parse(p, argv):
+    """Parse argv with a parser from parser(); a --recipe among them sets its values first, and the
+    settings given on the command line override those. Returns the parsed arguments."""
+    args = p.parse_args(argv)
+    chosen = getattr(args, "recipe", "")
+    if chosen:
+        if chosen not in RECIPES:
+            raise SettingError(f"there is no recipe {chosen!r}; the recipes are: {', '.join(RECIPES)}")
+        p.set_defaults(**RECIPES[chosen])
+        args = p.parse_args(argv)
+    return args
+
+
 def settings(args):
-    """The checked settings from parsed arguments: a namespace with every setting of this file."""
-    s = types.SimpleNamespace(**{name: getattr(args, name) for name in defaults()})
+    """The checked settings from parsed arguments: a namespace with every setting of this file, and
+    head_dim filled in where it was left at 0."""
+    s = types.SimpleNamespace(**{**defaults(), **{name: value for name, value in vars(args).items()
+                                                  if name in defaults()}})
     check(s)
+    s.head_dim = s.emb_dim // s.num_heads
     return s
 
 

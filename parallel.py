@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 from pathlib import Path
 
 import numpy as np
@@ -150,8 +151,8 @@ class DataParallel:
     This process computes the first slice; processes - 1 workers, started at the first batch there
     is to cut, compute the others. The slices are fixed by the batch's rows and the process count,
     and added up in order, so the same batch gives the same bits every time. The workers start as
-    fresh interpreters that import the main script, so a script that uses this keeps its work under
-    `if __name__ == "__main__":`, as train.py does.
+    fresh interpreters that import only this module and what it imports, never the main script
+    (main_script_hidden), so a script that trains need not keep its work under a main guard.
     """
 
     def __init__(self, processes):
@@ -210,7 +211,7 @@ class DataParallel:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter, alike on Linux, macOS and Windows
         shared = context.RawArray("b", flat.nbytes)
         self.shared_params = np.frombuffer(shared, dtype)
-        with sigint_ignored():  # inherited by the workers: Ctrl-C is for this process to handle
+        with sigint_ignored(), main_script_hidden():  # Ctrl-C is for this process to handle
             self.workers = [Worker(context, shared, shapes, dtype, cfg, self.cores[k % len(self.cores)])
                             for k in range(1, self.processes)]
         self.layout = layout
@@ -318,6 +319,23 @@ def keep_freed_memory():
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # from glibc's malloc.h
         mallopt(M_TRIM_THRESHOLD, 64 << 20)  # give memory back only when 64 MiB lie free at the top
         mallopt(M_MMAP_THRESHOLD, 32 << 20)  # serve blocks up to 32 MiB (its limit) from the heap
+
+
+@contextlib.contextmanager
+def main_script_hidden():
+    """Workers started inside the with-block do not import the script that started them.
+
+    multiprocessing's "spawn" runs the parent's main script again in each worker (as __mp_main__),
+    so that functions defined there can be found: a script that calls train.train() without
+    `if __name__ == "__main__":` would read its corpus and train again in every worker. A worker
+    here runs only serve, which lives in this module, so the main module is left out while it starts.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 @contextlib.contextmanager

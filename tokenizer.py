@@ -2,8 +2,12 @@
 
 The alphabet is every distinct character of the training rows, sorted by code point, with
 ids 0..A-1. Training then merges the most frequent adjacent pair of tokens into a new token,
-again and again; merge i makes id A + i. A pair never spans two rows, but it may span a space:
-rows are not split into words, so a token such as "e t" can be learned.
+again and again; merge i makes id A + i.
+
+Text is cut into pieces, each a line with the blank lines after it (split_pieces), and a pair
+never spans two pieces. It may span a space: lines are not split into words, so a token such as
+"e t" can be learned, and a line's end with the blank line after it ("\n\n") can be one token.
+Encoding cuts text the same way, so a whole book encodes piece by piece, each distinct piece once.
 
 Merging a pair rewrites a row left to right, so with pair (a, a) the row "aaa" becomes
 ["aa", "a"]. Training and encoding both follow this rule, which is why encoding a training
@@ -11,13 +15,26 @@ row gives exactly the tokens training ended with for it.
 """
 import heapq
 import json
-import os
-import tempfile
+import re
 from collections import Counter
+
+from files import write_atomically
 
 FORMAT = "numpy-gpt-bpe"
 VERSION = 1
 RETRAIN = "retrain the tokenizer with `python train.py`"
+PIECE = re.compile(r"[^\n]*\n+|[^\n]+")  # a line with the newlines that end it, or a last line without one
+
+
+def split_pieces(text):
+    """The pieces a pair never spans: each line with its newline and the blank lines after it.
+
+    A piece ends with newlines and the next begins with another character, and training never
+    sees a token ending with a newline before another character: so no merge joins two pieces,
+    and encoding a text piece by piece gives the ids of encoding it whole.
+    Example: "Ber.\nWho?\n\nFran." -> ["Ber.\n", "Who?\n\n", "Fran."]
+    """
+    return PIECE.findall(text)
 
 
 class BPETokenizer:
@@ -28,6 +45,7 @@ class BPETokenizer:
         self.merges = [tuple(pair) for pair in merges]
         self._char_id = {char: i for i, char in enumerate(self.alphabet)}
         self._rank = {pair: rank for rank, pair in enumerate(self.merges)}
+        self._piece_ids = {}  # piece -> its ids, filled as pieces are encoded: a book repeats many lines
         # The text of every token is derived from the merges, never stored.
         self._pieces = list(self.alphabet)
         for left, right in self.merges:
@@ -35,12 +53,12 @@ class BPETokenizer:
 
     @classmethod
     def train(cls, texts, num_merges):
-        """Learn up to num_merges merges from the rows in texts; stop early when no pair
-        occurs twice (len(tok.merges) says how many were learned).
+        """Learn up to num_merges merges from the texts, cut into pieces (split_pieces); stop
+        early when no pair occurs twice (len(tok.merges) says how many were learned).
 
-        Each step merges the pair with the highest count, summed over all rows. Among pairs
+        Each step merges the pair with the highest count, summed over all pieces. Among pairs
         with equal counts it takes the smallest (left_id, right_id), so the result depends
-        only on the multiset of rows, never on their order.
+        only on the multiset of pieces, never on their order.
         Example: texts=["aaabdaaabac"], num_merges=10 -> alphabet ['a', 'b', 'c', 'd'],
         merges [(0, 0), (0, 1), (4, 5)] (counts 4, 2 and 2; (0, 1) beat (4, 0) on the tie).
         """
@@ -49,7 +67,8 @@ class BPETokenizer:
         if num_merges < 0:
             raise ValueError(f"num_merges must be 0 or more, got {num_merges}")
         alphabet = sorted(set().union(*texts))
-        rows = _Rows(texts, {char: i for i, char in enumerate(alphabet)})
+        rows = _Rows([piece for text in texts for piece in split_pieces(text)],
+                     {char: i for i, char in enumerate(alphabet)})
         merges = []
         for new_id in range(len(alphabet), len(alphabet) + num_merges):
             pair, count = rows.most_frequent_pair()
@@ -68,11 +87,11 @@ class BPETokenizer:
 
         Example: tokenizer trained on ["aaabdaaabac"], text="aaab" -> [6]
         """
-        ids, unknown = self._known_char_ids(text)
+        unknown = self._unknown_chars(text)
         if unknown:
             listed = ", ".join(f"{char!r} at {at}" for char, at in unknown.items())
             raise ValueError(f"unknown characters: {listed}; the tokenizer was trained without them")
-        return self._apply_merges(ids)
+        return self._encode_known(text)
 
     def encode_known(self, text):
         """Encode text without the characters outside the alphabet, and name those characters
@@ -80,8 +99,10 @@ class BPETokenizer:
 
         Example: tokenizer trained on ["aaabdaaabac"], text="abXaXY" -> ([5, 0], ['X', 'Y'])
         """
-        ids, unknown = self._known_char_ids(text)
-        return self._apply_merges(ids), list(unknown)
+        unknown = self._unknown_chars(text)
+        if unknown:
+            text = "".join(char for char in text if char not in unknown)
+        return self._encode_known(text), list(unknown)
 
     def decode(self, ids):
         """Turn token ids back into text.
@@ -97,11 +118,15 @@ class BPETokenizer:
     def save(self, path):
         """Write the tokenizer as JSON, to a temporary file first, so an interrupted save
         never leaves a broken file at path."""
+        write_atomically(path, self.to_bytes())
+
+    def to_bytes(self):
+        """The tokenizer as the JSON that save writes."""
         data = {"format": FORMAT, "version": VERSION, "alphabet": self.alphabet,
                 "merges": [list(pair) for pair in self.merges]}
         # ensure_ascii escapes every non-ASCII character, so any str, even a lone
         # surrogate from a badly decoded file, survives the round trip.
-        _write_atomically(path, json.dumps(data, ensure_ascii=True))
+        return json.dumps(data, ensure_ascii=True).encode("ascii")
 
     @classmethod
     def load(cls, path):
@@ -127,20 +152,23 @@ class BPETokenizer:
     def __repr__(self):
         return f"BPETokenizer({len(self.alphabet)} characters, {len(self.merges)} merges)"
 
-    def _known_char_ids(self, text):
-        """Map each character to its id, leaving out unknown characters, which come back as
-        {char: position of its first appearance}.
+    def _unknown_chars(self, text):
+        """{char: position of its first appearance} for each character outside the alphabet.
 
-        Example: alphabet ['a', 'b'], text="aXbX" -> ([0, 1], {'X': 1})
+        Example: alphabet ['a', 'b'], text="aXbXY" -> {'X': 1, 'Y': 4}
         """
-        ids, unknown = [], {}
-        for at, char in enumerate(text):
-            char_id = self._char_id.get(char)
-            if char_id is None:
-                unknown.setdefault(char, at)
-            else:
-                ids.append(char_id)
-        return ids, unknown
+        unknown = set(text).difference(self._char_id)
+        return dict(sorted(((char, text.index(char)) for char in unknown), key=lambda item: item[1]))
+
+    def _encode_known(self, text):
+        """The ids of text, every character of which is in the alphabet, piece by piece."""
+        ids = []
+        for piece in split_pieces(text):
+            piece_ids = self._piece_ids.get(piece)
+            if piece_ids is None:
+                piece_ids = self._piece_ids[piece] = self._apply_merges([self._char_id[char] for char in piece])
+            ids += piece_ids
+        return ids
 
     def _apply_merges(self, ids):
         """Apply the merges to ids in learned order, each one left to right.
@@ -247,19 +275,6 @@ class _Rows:
                     del self.count[pair], self.at[pair]
                 pairs.append(pair)
         return pairs
-
-
-def _write_atomically(path, text):
-    """Write text to a temporary file beside path, then rename it onto path."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.remove(temporary)
-        raise
 
 
 def _file_problem(data):

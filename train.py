@@ -1,28 +1,34 @@
 """Train the model: corpus -> tokenizer -> windows -> AdamW steps -> checkpoints.
 
-    python train.py                                   # config.py's settings, on data/sample.csv
-    python train.py --epochs 2 --corpus_path my.csv   # any setting can be overridden
-    python train.py --resume                          # continue a run that was interrupted
+    python train.py                                     # config.py's settings, on data/sample.csv
+    python train.py --recipe book --corpus_path my.txt  # a book or play of your own, with its recipe
+    python train.py --resume                            # continue the latest run, if it was interrupted
 
-Each row of the corpus ends with a newline, and the rows of a split are joined into one token
-stream, cut into windows of seq_len + 1 tokens every `stride` tokens: the first seq_len are the
-input, the last seq_len the targets. The model with the best validation loss is kept.
+The corpus is a CSV, whose rows are documents, each ending with a newline, or a .txt, one exact
+text. Its training part becomes one token stream, cut into windows of seq_len + 1 tokens every
+`stride` tokens: the first seq_len are the input, the last seq_len the targets. The held-out part
+is scored whole at each validation, and the model with the best validation loss is kept.
+
+Each run writes into a folder of its own, checkpoints/runs/<its start time>/; once it has validated
+a model, its best model is also copied to checkpoints/, where talk.py reads it. Earlier runs stay.
 """
 
-import argparse
 import math
+import re
 import signal
 import sys
 import time
+import types
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 import checkpoint
 import config
+from files import write_atomically
 from generate import Sampling, generate
 from optim import Adam, clip_grad_norm, lr_schedule
 from parallel import DataParallel, processes_for
@@ -32,9 +38,18 @@ from transformer import ModelConfig, cross_entropy_forward, forward, init_params
 SAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "sample.csv"
 SAMPLE_PROMPT = "The "
 EVAL_BATCH = 64  # validation windows per forward pass
+LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 
 
 # --- the corpus -------------------------------------------------------------------------------
+
+@dataclass
+class Corpus:
+    path: Path
+    train_text: str  # what the model learns from
+    val_text: str  # held out: the model never trains on it
+    described: str  # one line: what was read, and what was left out
+
 
 def corpus_file(s):
     """The corpus to read: corpus_path, or the bundled sample when the default path is absent."""
@@ -47,25 +62,54 @@ def corpus_file(s):
     return path
 
 
-def read_rows(path, column, max_rows):
-    """The first max_rows rows of text, empty ones dropped: a CSV column, or the lines of a .txt."""
+def read_corpus(path, s):
+    """The corpus at path, split into training and validation text: a .txt as exact text, its last
+    val_fraction held out; a CSV as rows, whole rows held out."""
+    if path.suffix.lower() == ".txt":
+        text = read_text(path)
+        train_text, val_text = split_text(text, s.val_fraction)
+        return Corpus(path, train_text, val_text, f"{len(text):,} characters of text")
+    rows, total = read_rows(path, s.corpus_column, s.max_rows)
+    train_rows, val_rows = split_rows(rows, s.val_fraction, s.seed)
+    described = f"{len(rows):,} rows, {sum(map(len, rows)):,} characters"
+    if total > len(rows):
+        described += (f" (the first {s.max_rows:,} of {total:,} rows, empty ones dropped: max_rows = {s.max_rows:,};"
+                      f" --max_rows 0 uses them all)")
+    return Corpus(path, "".join(row + "\n" for row in train_rows), "".join(row + "\n" for row in val_rows), described)
+
+
+def read_text(path):
+    """Every character of a .txt file, as written; Windows line ends (\\r\\n) become \\n."""
+    data = path.read_bytes()
+    if b"\0" in data:
+        raise ValueError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
     try:
-        if path.suffix.lower() == ".txt":
-            rows = path.read_text(encoding="utf-8").splitlines()
-        else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            if column not in frame.columns:
-                raise ValueError(f"{path} has no column {column!r}; its columns are {list(frame.columns)}; "
-                                 f"choose one with --corpus_column")
-            rows = frame[column].tolist()
+        text = data.decode("utf-8-sig")  # -sig: a byte order mark some editors write first is not text
+    except UnicodeDecodeError as err:
+        raise ValueError(f"cannot read {path}: it is not UTF-8 text (byte {err.start} is not valid); "
+                         f"save it as UTF-8") from None
+    if not text.strip():
+        raise ValueError(f"{path} holds no text{' (only whitespace)' if text else ''}; give a corpus with text in it")
+    return text.replace("\r\n", "\n")
+
+
+def read_rows(path, column, max_rows):
+    """(the first max_rows rows of a CSV column, empty ones dropped; how many rows it has in all).
+    max_rows = 0 keeps them all."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except UnicodeDecodeError:
         raise ValueError(f"cannot read {path}: it is not UTF-8 text") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ValueError(f"cannot read {path} as CSV: {str(err).strip()}") from None
-    rows = [row for row in rows[:max_rows] if row.strip()]
-    if not rows:
+    if column not in frame.columns:
+        raise ValueError(f"{path} has no column {column!r}; its columns are {list(frame.columns)}; "
+                         f"choose one with --corpus_column")
+    rows = frame[column].tolist()
+    kept = [row for row in rows[:max_rows or None] if row.strip()]
+    if not kept:
         raise ValueError(f"{path} holds no text (column {column!r} is empty); give a corpus with text in it")
-    return rows
+    return kept, len(rows)
 
 
 def split_rows(rows, val_fraction, seed):
@@ -78,9 +122,25 @@ def split_rows(rows, val_fraction, seed):
     return [rows[i] for i in np.sort(order[n_val:])], [rows[i] for i in np.sort(order[:n_val])]
 
 
-def token_stream(tokenizer, rows):
-    """All rows as one array of ids, each row ending with its newline."""
-    return np.array([i for row in rows for i in tokenizer.encode(row + "\n")], dtype=np.int64)
+def split_text(text, val_fraction):
+    """(training text, validation text): the validation text is the end of text, from the first line
+    that starts at or after the cut at 1 - val_fraction, so no line is shared; nothing is dropped.
+
+    Example: split_text("ab\\ncd\\nef\\ngh\\n", 0.4) -> ("ab\\ncd\\nef\\n", "gh\\n")
+    """
+    cut = math.floor((1 - val_fraction) * len(text))
+    line_start = re.compile(r"\n(?=[^\n])").search(text, max(cut - 1, 0))
+    if line_start is not None:
+        cut = line_start.end()
+    if not 0 < cut < len(text):
+        raise ValueError(f"{len(text):,} characters cannot be split into training and validation text; "
+                         f"give a longer text")
+    return text[:cut], text[cut:]
+
+
+def token_stream(tokenizer, text):
+    """The ids of text, as one array."""
+    return np.array(tokenizer.encode(text), dtype=np.int64)
 
 
 def make_windows(stream, seq_len, stride, what):
@@ -89,37 +149,66 @@ def make_windows(stream, seq_len, stride, what):
     Example: stream [0..5], seq_len 2, stride 2 -> inputs [[0, 1], [2, 3]], targets [[1, 2], [3, 4]]
     """
     if len(stream) < seq_len + 1:
-        raise ValueError(f"the {what} split has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
+        raise ValueError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
                          f"{seq_len + 1}; use a longer corpus or a smaller seq_len")
     windows = np.lib.stride_tricks.sliding_window_view(stream, seq_len + 1)[::stride]
     return windows[:, :-1], windows[:, 1:]
-
-
-def corpus_windows(tokenizer, rows, s):
-    """(inputs, targets, val_inputs, val_targets): the rows split, tokenized and cut into windows;
-    every training window starts `stride` tokens after the last, every validation one seq_len."""
-    train_rows, val_rows = split_rows(rows, s.val_fraction, s.seed)
-    inputs, targets = make_windows(token_stream(tokenizer, train_rows), s.seq_len, s.stride, "training")
-    val_inputs, val_targets = make_windows(token_stream(tokenizer, val_rows), s.seq_len, s.seq_len, "validation")
-    return inputs, targets, val_inputs, val_targets
 
 
 def token_lengths(tokenizer):  # -> (V,): the characters each token spells, for bits per character
     return np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
 
 
+@dataclass
+class Data:
+    tokenizer: BPETokenizer
+    inputs: np.ndarray  # (num_windows, seq_len): the training windows
+    targets: np.ndarray  # (num_windows, seq_len): each input shifted by one token
+    val_stream: np.ndarray  # the held-out text's ids, scored whole at each validation
+    token_chars: np.ndarray  # (V,): characters per token
+
+
+def prepare_data(corpus, s):
+    """The tokenizer, learned from the whole corpus, and the windows and held-out ids it makes."""
+    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
+    note = "" if len(tokenizer.merges) == s.num_merges else " (no pair occurs twice any more: stopped early)"
+    print(f"tokenizer: {len(tokenizer.alphabet)} characters + {len(tokenizer.merges)} merges = "
+          f"{tokenizer.vocab_size} tokens{note}")
+    inputs, targets = make_windows(token_stream(tokenizer, corpus.train_text), s.seq_len, s.stride, "training")
+    val_stream = token_stream(tokenizer, corpus.val_text)
+    if len(val_stream) < 2:
+        raise ValueError("the validation text is a single token; give a longer corpus or a larger val_fraction")
+    return Data(tokenizer, inputs, targets, val_stream, token_lengths(tokenizer))
+
+
 # --- measuring --------------------------------------------------------------------------------
 
-def evaluate(params, cfg, inputs, targets, token_chars):
-    """(mean loss in nats per token, bits per character) over every given window."""
-    total_nats = 0.0
-    for start in range(0, len(inputs), EVAL_BATCH):
-        batch_targets = targets[start: start + EVAL_BATCH]
-        logits, _ = forward(params, inputs[start: start + EVAL_BATCH], cfg)
+def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
+    """(mean loss in nats per token, bits per character) on a token stream: every token after the
+    first is predicted once, from those before it in its window of `window` tokens.
+
+    The stream is cut into windows back to back; the last, shorter one takes what is left. With
+    max_tokens, only a choice of max_tokens // window whole windows is scored, the same for a seed.
+    """
+    inputs, targets = stream[:-1], stream[1:]
+    full = len(targets) // window * window
+    rows_in, rows_out = inputs[:full].reshape(-1, window), targets[:full].reshape(-1, window)  # (full / window, window)
+    rows, tail = np.arange(len(rows_in)), full < len(targets)
+    if 0 < max_tokens < len(targets):
+        rows, tail = np.sort(np.random.default_rng(seed).permutation(len(rows))[:max(1, max_tokens // window)]), False
+    batches = [(rows_in[rows[at: at + EVAL_BATCH]], rows_out[rows[at: at + EVAL_BATCH]])
+               for at in range(0, len(rows), EVAL_BATCH)]
+    if tail:
+        batches.append((inputs[None, full:], targets[None, full:]))  # (1, what is left)
+    total_nats, tokens, characters = 0.0, 0, 0
+    for batch_inputs, batch_targets in batches:
+        logits, _ = forward(params, batch_inputs, cfg)
         mean_nats, _ = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), batch_targets.reshape(-1))
         total_nats += mean_nats * batch_targets.size
+        tokens += batch_targets.size
+        characters += token_chars[batch_targets].sum()
     # bits per character = total nats / ln 2 / the characters the predicted tokens spell
-    return total_nats / targets.size, total_nats / math.log(2) / token_chars[targets].sum()
+    return total_nats / tokens, total_nats / math.log(2) / characters
 
 
 def sample_text(params, cfg, tokenizer, s, rng):
@@ -131,41 +220,138 @@ def sample_text(params, cfg, tokenizer, s, rng):
     return tokenizer.decode(prompt + new).split("\n")[0]
 
 
-# --- saving -----------------------------------------------------------------------------------
+class Progress:
+    """One line about training on stderr: redrawn in place on a terminal, else a new line every
+    LOG_SECONDS, so that a log file holds a line a person can read, not thousands of redraws."""
 
-def check_writable(folder):
-    """Fail before training, not after, when the checkpoint folder cannot be written."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        checkpoint.write_atomically(folder / ".write-test", b"")
-        (folder / ".write-test").unlink()
-    except OSError as err:
-        raise ValueError(f"cannot write checkpoints to {folder}/ ({err.strerror}); choose a folder with "
-                         f"--checkpoint") from None
+    def __init__(self, total_steps, first_step, tokens_per_step):
+        self.total, self.first, self.tokens_per_step = total_steps, first_step, tokens_per_step
+        self.terminal = sys.stderr.isatty()
+        self.started = self.shown = time.perf_counter()
+        self.drawn = False
+
+    def update(self, step, loss, lr):
+        now = time.perf_counter()
+        if now - self.shown < (0.2 if self.terminal else LOG_SECONDS):
+            return
+        self.shown = now
+        rate = (step - self.first) / (now - self.started)  # steps per second
+        eta = (self.total - step) / rate
+        line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
+                f"  {eta // 60:.0f} min {eta % 60:02.0f} s to go")
+        if self.terminal:
+            print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
+            self.drawn = True
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def write(self, text):
+        """Print lines that stay, below the progress line."""
+        self.close()
+        print(text, flush=True)
+
+    def close(self):
+        if self.drawn:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+            self.drawn = False
 
 
-def set_aside_previous(folder):
-    """A new run must not overwrite a model a person trained before: move it to folder/previous/."""
-    old = [folder / name for name in ("model.npz", "model.json", "model.tok.json") if (folder / name).exists()]
-    if old:
-        (folder / "previous").mkdir(exist_ok=True)
-        for path in old:
-            path.replace(folder / "previous" / path.name)
-        print(f"the model already in {folder}/ was moved to {folder}/previous/")
+# --- one run ----------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """Everything a run changes as it goes, and where it writes."""
+    folder: Path  # runs/<start time>/: resume state, best model, losses
+    home: Path  # where the latest good model is copied for talk.py; None for a run folder moved elsewhere
+    params: dict
+    opt: Adam
+    total_steps: int
+    steps_per_epoch: int
+    step: int = 0
+    step_losses: list = None
+    history: list = None  # one entry per validation: step, train_loss, val_loss, val_bpc, seconds
+    order: tuple = (None, None)  # (epoch, that epoch's order of the training windows)
+
+    def best(self):
+        return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
 
 
-def write_losses(folder, step_losses, history, s, steps_per_epoch, total_steps):
-    """losses.csv: one row per step (lr, training loss), with the validation figures on epoch ends."""
-    steps = np.arange(1, len(step_losses) + 1)
-    table = pd.DataFrame({"step": steps, "epoch": (steps - 1) // steps_per_epoch + 1,
-                          "lr": [lr_schedule(i, total_steps, s.lr_max, s.lr_min, s.warmup_steps) for i in steps],
-                          "train_loss": step_losses})
-    epochs = pd.DataFrame(history)[["epoch", "val_loss", "val_bpc"]] if history else None
-    if epochs is not None:
-        table = table.merge(epochs.assign(step=epochs["epoch"] * steps_per_epoch)[["step", "val_loss", "val_bpc"]],
-                            on="step", how="left")
-    checkpoint.write_atomically(folder / "losses.csv", table.to_csv(index=False).encode("utf-8"))
-    plot_losses(folder, table)
+def validation_due(run, s):
+    """Validations come every eval_interval steps of a run in steps, at each epoch's end of a run in
+    epochs, and at its last step."""
+    if run.step == run.total_steps:
+        return True
+    return run.step % (s.eval_interval if s.max_steps else run.steps_per_epoch) == 0
+
+
+def train_step(run, parallel, data, cfg, s):
+    """One optimizer step on the next batch of windows; returns its loss."""
+    epoch, index = divmod(run.step, run.steps_per_epoch)
+    if run.order[0] != epoch:  # each epoch visits every window once, in an order of its own
+        run.order = epoch, np.random.default_rng([s.seed, epoch]).permutation(len(data.inputs))
+    batch = run.order[1][index * s.batch_size: (index + 1) * s.batch_size]
+    with np.errstate(all="ignore"):  # a diverging run is caught below, in one line, not in warnings
+        loss, grads = parallel.loss_and_grads(run.params, data.inputs[batch], data.targets[batch], cfg)
+        norm = clip_grad_norm(grads, s.grad_clip)
+    if not (math.isfinite(loss) and math.isfinite(norm)):
+        raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {run.step + 1}")
+    run.step += 1
+    run.opt.step(run.params, grads, lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min, s.warmup_steps))
+    run.step_losses.append(loss)
+    return loss
+
+
+class Diverged(ValueError):
+    """The loss or the gradient stopped being a finite number."""
+
+
+def validate(run, data, cfg, s):
+    """Score the held-out text, record it, and say so; returns the new history entry."""
+    started = time.perf_counter()
+    val_loss, val_bpc = evaluate(run.params, cfg, data.val_stream, s.seq_len, data.token_chars, s.eval_tokens, s.seed)
+    since = run.history[-1]["step"] if run.history else 0
+    entry = {"step": run.step, "train_loss": float(np.mean(run.step_losses[since:])), "val_loss": val_loss,
+             "val_bpc": val_bpc, "seconds": round(time.perf_counter() - started, 2)}
+    run.history.append(entry)
+    return entry
+
+
+def model_meta(run, s, corpus_info, processes):
+    best = run.best()
+    return {"settings": vars(s), "seed": s.seed, "steps": run.step, "best_step": best["step"], "run": run.folder.name,
+            "history": run.history,
+            "processes": processes,  # the slices of each batch: they decide the gradients' last bits
+            "corpus": corpus_info,
+            "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
+            "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def save_best(run, cfg, tokenizer, meta):
+    """The run's best model into its folder, then onto the home folder's top for talk.py.
+
+    The run's copy is whole before the top's is touched, so a kill at any moment leaves one of them
+    whole: checkpoint.load falls back to the newest whole run where the top is caught mid-write.
+    """
+    checkpoint.save_model(run.folder, run.params, cfg, tokenizer, meta)
+    if run.home is not None:
+        checkpoint.keep_earlier_model(run.home)
+        checkpoint.save_model(run.home, run.params, cfg, tokenizer, meta)
+
+
+def save_progress(run, corpus_sha256, s):
+    progress = {"step": run.step, "total_steps": run.total_steps, "settings": vars(s),
+                "corpus_sha256": corpus_sha256, "step_losses": run.step_losses, "history": run.history}
+    checkpoint.save_resume_state(run.folder, run.params, run.opt.state(), progress)
+    write_losses(run)
+
+
+def write_losses(run):
+    """losses.csv: one row per step (training loss), with the validation figures where they were taken."""
+    table = pd.DataFrame({"step": np.arange(1, len(run.step_losses) + 1), "train_loss": run.step_losses})
+    if run.history:
+        table = table.merge(pd.DataFrame(run.history)[["step", "val_loss", "val_bpc"]], on="step", how="left")
+    write_atomically(run.folder / "losses.csv", table.to_csv(index=False).encode("utf-8"))
+    plot_losses(run.folder, table)
 
 
 def plot_losses(folder, table):
@@ -179,8 +365,8 @@ def plot_losses(folder, table):
     figure, axes = plt.subplots(figsize=(7, 4))
     axes.plot(table["step"], table["train_loss"].rolling(50, min_periods=1).mean(), label="training (mean of 50 steps)")
     if "val_loss" in table:
-        epochs = table.dropna(subset=["val_loss"])
-        axes.plot(epochs["step"], epochs["val_loss"], "o-", label="validation")
+        validated = table.dropna(subset=["val_loss"])
+        axes.plot(validated["step"], validated["val_loss"], "o-", label="validation")
     axes.set_xlabel("step")
     axes.set_ylabel("cross-entropy (nats per token)")
     axes.legend()
@@ -190,7 +376,7 @@ def plot_losses(folder, table):
     (folder / "losses.png.tmp.png").replace(folder / "losses.png")
 
 
-# --- training ---------------------------------------------------------------------------------
+# --- the whole job ----------------------------------------------------------------------------
 
 class StopRequest:
     """Set by Ctrl-C; the loop finishes its step, saves what a resume needs, and exits 130."""
@@ -207,139 +393,145 @@ class StopRequest:
         return self.requested
 
 
-def train(s, resume=False, stop=None):
-    """The whole job; returns the path of the folder with the checkpoint."""
+def where_the_model_is(run, home_before):
+    """One line: which model talk.py will read now."""
+    best = run.best()
+    if best is not None:
+        return f"the best model of this run (step {best['step']:,}) is in {run.home or run.folder}/"
+    if home_before:
+        return f"{run.home}/ still holds the model it held before this run"
+    return "this run had not validated a model yet, so there is none to talk to"
+
+
+def train(s, resume_from=None, stop=None):
+    """The whole job: a new run in s.checkpoint, or the run in the folder resume_from continued.
+    Returns the run's folder."""
     stop = stop or StopRequest()
-    folder = Path(s.checkpoint)
+    home = Path(s.checkpoint)
+    if s.recipe:
+        print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
     path = corpus_file(s)
-    rows = read_rows(path, s.corpus_column, s.max_rows)
+    corpus = read_corpus(path, s)
     corpus_sha256 = checkpoint.sha256_of(path)
-    print(f"corpus: {len(rows)} rows, {sum(map(len, rows)):,} characters from {path}")
-    check_writable(folder)
+    print(f"corpus: {corpus.described} from {path}")
+    data = prepare_data(corpus, s)
+    cfg = ModelConfig(data.tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim,
+                      s.ln_eps)
+    corpus_info = {"path": str(path), "sha256": corpus_sha256, "characters": len(corpus.train_text) +
+                   len(corpus.val_text), "validation_characters": len(corpus.val_text)}
+    if resume_from is not None:
+        home = checkpoint.home_of(resume_from)
+    with checkpoint.locked(resume_from if home is None else home):
+        run = start_run(s, cfg, data, home, resume_from, corpus_sha256)
+        run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop)
+    return run.folder
 
-    tokenizer = BPETokenizer.train([row + "\n" for row in rows], s.num_merges)
-    note = "" if len(tokenizer.merges) == s.num_merges else " (no pair occurs twice any more: stopped early)"
-    print(f"tokenizer: {len(tokenizer.alphabet)} characters + {len(tokenizer.merges)} merges = "
-          f"{tokenizer.vocab_size} tokens{note}")
-    inputs, targets, val_inputs, val_targets = corpus_windows(tokenizer, rows, s)
-    token_chars = token_lengths(tokenizer)
 
-    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+def start_run(s, cfg, data, home, resume_from, corpus_sha256):
+    """A fresh run in a new folder under home/runs/, or the one saved in resume_from, taken up."""
     params = init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype))
     opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
-    steps_per_epoch = math.ceil(len(inputs) / s.batch_size)
-    total_steps = s.epochs * steps_per_epoch
-    step, step_losses, history = 0, [], []
-    if resume:
-        saved_params, opt_state, progress = checkpoint.load_resume_state(folder, cfg)
-        if progress["corpus_sha256"] != corpus_sha256:
-            raise ValueError(f"the corpus {path} changed since the run being resumed; start a new run without --resume")
-        for name in params:
-            params[name][...] = saved_params[name]
-        opt.load_state(opt_state)
-        step, step_losses, history = progress["step"], progress["step_losses"], progress["history"]
-        print(f"resuming at step {step} of {total_steps}")
-    else:
-        set_aside_previous(folder)
-    n_params = sum(p.size for p in params.values())
+    steps_per_epoch = math.ceil(len(data.inputs) / s.batch_size)
+    total_steps = s.max_steps or s.epochs * steps_per_epoch
+    if resume_from is None:
+        checkpoint.check_writable(home)
+        run = Run(checkpoint.new_run_folder(home), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
+        return run
+    saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
+    if progress["corpus_sha256"] != corpus_sha256:
+        raise ValueError(f"the corpus {s.corpus_path} changed since the run in {resume_from}/ was interrupted; "
+                         f"start a new run without --resume")
+    for name in params:
+        params[name][...] = saved_params[name]
+    opt.load_state(opt_state)
+    print(f"resuming the run in {resume_from}/ at step {progress['step']:,} of {total_steps:,}")
+    return Run(Path(resume_from), home, params, opt, total_steps, steps_per_epoch, progress["step"],
+               progress["step_losses"], progress["history"])
+
+
+def run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop):
+    """Steps until the run is done or stopped; validates and saves on the way."""
     processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)
-    print(f"model: {n_params:,} parameters ({s.dtype}); {len(inputs):,} training windows, "
-          f"{len(val_inputs):,} validation windows; {s.epochs} epochs of {steps_per_epoch:,} steps "
-          f"on {processes} process{'es' * (processes > 1)}")
-
-    def save_resume():
-        progress = {"step": step, "settings": vars(s), "corpus_sha256": corpus_sha256,
-                    "step_losses": step_losses, "history": history}
-        checkpoint.save_resume_state(folder, params, opt.state(), progress)
-
-    def end_epoch(epoch):
-        val_loss, val_bpc = evaluate(params, cfg, val_inputs, val_targets, token_chars)
-        train_loss = float(np.mean(step_losses[-steps_per_epoch:]))
-        sample = sample_text(params, cfg, tokenizer, s, np.random.default_rng([s.seed, epoch, 1]))
-        history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "val_bpc": val_bpc})
-        best = min(history, key=lambda h: h["val_loss"])
-        if best["epoch"] == epoch:
-            meta = {"settings": vars(s), "seed": s.seed, "steps": step, "best_epoch": epoch, "history": history,
-                    "processes": processes,  # the slices of each batch: they decide the gradients' last bits
-                    "corpus": {"path": str(path), "sha256": corpus_sha256, "rows": len(rows),
-                               "characters": sum(map(len, rows))},
-                    "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
-                    "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-            checkpoint.save_model(folder, params, cfg, tokenizer, meta)
-        save_resume()
-        write_losses(folder, step_losses, history, s, steps_per_epoch, total_steps)
-        tqdm.write(f"epoch {epoch:>3}: train {train_loss:.4f}  val {val_loss:.4f}  ({val_bpc:.3f} bits/char)"
-                   f"{'  best, saved' if best['epoch'] == epoch else ''}\n           sample: {sample!r}")
-
+    n_params = sum(p.size for p in run.params.values())
+    length = f"{run.total_steps:,} steps" if s.max_steps else f"{s.epochs} epochs of {run.steps_per_epoch:,} steps"
+    print(f"model: {n_params:,} parameters ({s.dtype}); {len(data.inputs):,} training windows, "
+          f"{len(data.val_stream):,} validation tokens; {length} on {processes} process{'es' * (processes > 1)}; "
+          f"writing to {run.folder}/")
+    home_before = run.home is not None and (run.home / "model.json").is_file()
     previous_handler = signal.signal(signal.SIGINT, stop)
-    started, tokens_per_step = time.perf_counter(), s.batch_size * s.seq_len
-    order = None  # this epoch's order of the training windows
-    bar = tqdm(total=total_steps, initial=step, unit="step", dynamic_ncols=True, file=sys.stderr)
-    parallel = DataParallel(processes)
+    progress = Progress(run.total_steps, run.step, s.batch_size * s.seq_len)
+    started = time.perf_counter()
     try:
-        while step < total_steps:
-            epoch, index = divmod(step, steps_per_epoch)
-            if order is None or index == 0:
-                order = np.random.default_rng([s.seed, epoch]).permutation(len(inputs))
-            batch = order[index * s.batch_size: (index + 1) * s.batch_size]
-            loss, grads = parallel.loss_and_grads(params, inputs[batch], targets[batch], cfg)
-            norm = clip_grad_norm(grads, s.grad_clip)
-            if not (math.isfinite(loss) and math.isfinite(norm)):
-                raise ValueError(f"the loss became {loss} (gradient norm {norm}) at step {step + 1}; training stopped "
-                                 f"and the last good checkpoint is kept. Try a smaller --lr_max or --grad_clip")
-            step += 1
-            opt.step(params, grads, lr_schedule(step, total_steps, s.lr_max, s.lr_min, s.warmup_steps))
-            step_losses.append(loss)
-            bar.update()
-            if step % 20 == 0:
-                rate = (step - bar.initial) * tokens_per_step / (time.perf_counter() - started)
-                bar.set_postfix_str(f"loss {np.mean(step_losses[-20:]):.3f}  "
-                                    f"lr {lr_schedule(step, total_steps, s.lr_max, s.lr_min, s.warmup_steps):.2e}  "
-                                    f"{rate:,.0f} tok/s", refresh=False)
-            if step % steps_per_epoch == 0:
-                end_epoch(step // steps_per_epoch)
-            if stop.check(step) and step < total_steps:
-                save_resume()
-                bar.close()
-                where = "" if s.checkpoint == config.defaults()["checkpoint"] else f" --checkpoint {s.checkpoint}"
-                print(f"\ninterrupted after step {step} of {total_steps}; the state is saved. "
-                      f"Resume with: python train.py --resume{where}")
-                raise SystemExit(130)
+        with DataParallel(processes) as parallel:
+            while run.step < run.total_steps:
+                loss = train_step(run, parallel, data, cfg, s)
+                progress.update(run.step, loss, lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min,
+                                                            s.warmup_steps))
+                if validation_due(run, s):
+                    end_validation(run, s, cfg, data, corpus_info, processes, progress)
+                    save_progress(run, corpus_sha256, s)
+                if stop.check(run.step) and run.step < run.total_steps:
+                    save_progress(run, corpus_sha256, s)
+                    progress.close()
+                    print(f"\ninterrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in "
+                          f"{run.folder}/. Resume with: python train.py --resume{resume_flag(run, s)}\n"
+                          f"{where_the_model_is(run, home_before)}")
+                    raise SystemExit(130)
+    except Diverged as err:
+        raise Diverged(f"{err}; training stopped. {where_the_model_is(run, home_before)}. "
+                       f"Try a smaller --lr_max or --grad_clip") from None
     finally:
-        bar.close()
-        parallel.close()
+        progress.close()
         signal.signal(signal.SIGINT, previous_handler)
-    best = min(history, key=lambda h: h["val_loss"])
+    best = run.best()
     print(f"done in {time.perf_counter() - started:.0f} s: best validation loss {best['val_loss']:.4f} "
-          f"({best['val_bpc']:.3f} bits/char) at epoch {best['epoch']}, saved in {folder}/")
-    return folder
+          f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}; {where_the_model_is(run, home_before)}")
+
+
+def end_validation(run, s, cfg, data, corpus_info, processes, progress):
+    """Validate, keep the model if it is the best so far, and report with a sample."""
+    entry = validate(run, data, cfg, s)
+    is_best = run.best() is entry
+    if is_best:
+        save_best(run, cfg, data.tokenizer, model_meta(run, s, corpus_info, processes))
+    sample = sample_text(run.params, cfg, data.tokenizer, s, np.random.default_rng([s.seed, run.step, 1]))
+    progress.write(f"step {run.step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
+                   f"({entry['val_bpc']:.3f} bits/char, scored in {entry['seconds']:.1f} s)"
+                   f"{'  best, saved' if is_best else ''}\n              sample: {sample!r}")
+
+
+def resume_flag(run, s):
+    """What to add to `python train.py --resume` to find this run again."""
+    if run.home is not None and Path(s.checkpoint) == Path(config.defaults()["checkpoint"]):
+        return ""
+    return f" --checkpoint {run.folder}"
 
 
 def resume_settings(s, argv):
-    """The settings of the run being resumed; a setting given on the command line must agree."""
-    progress = checkpoint.read_json(Path(s.checkpoint) / "resume.json") \
-        if (Path(s.checkpoint) / "resume.json").is_file() else None
-    if not isinstance(progress, dict) or not isinstance(progress.get("settings"), dict):
-        raise ValueError(f"nothing to resume in {s.checkpoint}/; start a new run without --resume")
-    saved = progress["settings"]
-    for name, value in vars(s).items():
-        if f"--{name}" in argv and saved.get(name) != value:
+    """(the settings of the run being resumed, its folder); a setting given on the command line must agree."""
+    folder = checkpoint.run_to_resume(Path(s.checkpoint))
+    saved = checkpoint.read_json(folder / "resume.json")["settings"]
+    for name in config.given(argv) - {"checkpoint", "resume"}:
+        if name in saved and saved[name] != getattr(s, name):
             raise ValueError(f"--resume continues with the settings of the interrupted run ({name} = "
-                             f"{saved.get(name)!r}); drop --{name}")
-    resumed = config.settings(argparse.Namespace(**{**vars(s), **saved}))
+                             f"{saved[name]!r}); drop --{name}")
+    resumed = config.settings(types.SimpleNamespace(**{**vars(s), **saved}))
     resumed.checkpoint = s.checkpoint
-    return resumed
+    return resumed, folder
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = config.parser("Train the model on a corpus and save checkpoints (settings from config.py).")
-    p.add_argument("--resume", action="store_true", help="continue the interrupted run saved in --checkpoint")
-    args = p.parse_args(argv)
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run: the one in --checkpoint, or the latest in its runs/")
+    args = config.parse(p, argv)
     s = config.settings(args)
     if args.resume:
-        s = resume_settings(s, argv)
-    train(s, resume=args.resume)
+        s, folder = resume_settings(s, argv)
+        train(s, resume_from=folder)
+    else:
+        train(s)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import argparse
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,11 @@ def corpus(tmp_path):
     return write_corpus(tmp_path / "corpus.csv")
 
 
+def run_folder(home):
+    """The folder of the latest run in a home folder."""
+    return checkpoint.newest_first(home, "resume.json")[0]
+
+
 def run_script(*args, cwd=REPO, **kwargs):
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=120, **kwargs)
 
@@ -77,10 +83,59 @@ def test_split_is_seeded_disjoint_and_keeps_corpus_order():
     assert train.split_rows(rows, 0.25, seed=4) != (train_rows, val_rows)
 
 
-def test_txt_corpus_is_one_row_per_non_empty_line(tmp_path):
+def test_txt_corpus_is_the_exact_text(tmp_path):
+    text = "TITLE\n\n  Ber. Who's there?  \n\n\nFran.\tNay, answer me.\n   \nend without newline"
     path = tmp_path / "c.txt"
-    path.write_text("first line\n\n  \nsecond line\n", encoding="utf-8")
-    assert train.read_rows(path, "text", 10) == ["first line", "second line"]
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))  # Windows line ends become \n, nothing else changes
+    assert train.read_text(path) == text
+
+
+def test_txt_split_holds_out_the_end_from_a_line_start_and_drops_nothing():
+    assert train.split_text("ab\ncd\nef\ngh\n", 0.4) == ("ab\ncd\nef\n", "gh\n")
+    text = "".join(f"line {i}\n" + "\n" * (i % 3) for i in range(100))
+    train_text, val_text = train.split_text(text, 0.1)
+    assert train_text + val_text == text
+    assert 0.08 < len(val_text) / len(text) < 0.12
+    assert train_text.endswith("\n") and not val_text.startswith("\n")  # a line and its blank lines stay together
+
+
+def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
+    path = tmp_path / "book.txt"
+    text = "".join(f"Line {i} of the book.\n\n" for i in range(200))
+    path.write_text(text, encoding="utf-8")
+    corpus = train.read_corpus(path, tiny_settings(tmp_path, path))
+    assert corpus.train_text + corpus.val_text == text and corpus.val_text.startswith("Line 18")
+    assert "Line 190 of" in corpus.val_text and "Line 190 of" not in corpus.train_text
+
+
+def test_max_rows_says_how_many_rows_are_used_and_zero_uses_all(tmp_path):
+    path = write_corpus(tmp_path / "c.csv", rows=300)
+    cut = train.read_corpus(path, tiny_settings(tmp_path, path, max_rows=100))
+    assert "the first 100 of 300 rows" in cut.described and "--max_rows 0 uses them all" in cut.described
+    every = train.read_corpus(path, tiny_settings(tmp_path, path, max_rows=0))
+    assert every.described.startswith("300 rows") and "first" not in every.described
+    assert len((every.train_text + every.val_text).splitlines()) == 300
+
+
+def test_evaluate_scores_every_token_after_the_first_once(tiny_cfg, tiny_params):
+    stream = np.array([1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 6])  # 10 targets: windows of 4, 4, then the last 2
+    token_chars = np.array([1, 2, 3, 1, 2, 3, 4])
+    nats, bpc = train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars)
+    total = 0.0
+    for start, stop in ((0, 4), (4, 8), (8, 10)):
+        logits, _ = forward(tiny_params, stream[start: stop], tiny_cfg)
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        total -= log_probs[np.arange(stop - start), stream[start + 1: stop + 1]].sum()
+    assert nats == pytest.approx(total / 10, rel=1e-12)
+    assert bpc == pytest.approx(total / np.log(2) / token_chars[stream[1:]].sum(), rel=1e-12)  # the targets' characters
+
+
+def test_evaluate_on_a_seeded_choice_of_windows(tiny_cfg, tiny_params):
+    stream = np.arange(41) % 7
+    token_chars = np.ones(7, dtype=int)
+    chosen = train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=12, seed=3)
+    assert chosen == train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=12, seed=3)
+    assert chosen != train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars)
 
 
 # --- training ---------------------------------------------------------------------------------
@@ -88,7 +143,7 @@ def test_txt_corpus_is_one_row_per_non_empty_line(tmp_path):
 def test_training_loss_falls_well_below_its_start(tmp_path, corpus):
     s = tiny_settings(tmp_path / "ck", corpus, epochs=4, lr_max=3e-3)
     train.train(s)
-    progress = checkpoint.read_json(tmp_path / "ck" / "resume.json")
+    progress = checkpoint.read_json(run_folder(tmp_path / "ck") / "resume.json")
     losses = progress["step_losses"]
     vocab_size = checkpoint.read_json(tmp_path / "ck" / "model.json")["model"]["vocab_size"]
     assert abs(np.mean(losses[:3]) - np.log(vocab_size)) < 0.5  # a fresh model is about uniform over V
@@ -98,23 +153,24 @@ def test_training_loss_falls_well_below_its_start(tmp_path, corpus):
 
 
 def test_same_seed_gives_bit_identical_checkpoints(tmp_path, corpus):
-    for name in ("a", "b"):
-        train.train(tiny_settings(tmp_path / name, corpus))
+    runs = [train.train(tiny_settings(tmp_path / name, corpus)) for name in ("a", "b")]
     for file in ("model.npz", "model.tok.json", "resume.npz", "losses.csv"):
-        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
-    meta = [checkpoint.read_json(tmp_path / name / "model.json") for name in ("a", "b")]
+        assert (runs[0] / file).read_bytes() == (runs[1] / file).read_bytes(), file
+    assert (tmp_path / "a" / "model.npz").read_bytes() == (runs[0] / "model.npz").read_bytes()  # the top: a copy
+    meta = [checkpoint.read_json(run / "model.json") for run in runs]
     for m in meta:
-        m.pop("trained_at")
+        m.pop("trained_at"), m.pop("run")
         m["settings"].pop("checkpoint")
+        for entry in m["history"]:
+            entry.pop("seconds")
     assert meta[0] == meta[1]
 
 
 def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path, corpus):
     # the batch is cut into two slices, one per process: the result must still be the same every run
-    for name in ("a", "b"):
-        train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2))
+    runs = [train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2)) for name in ("a", "b")]
     for file in ("model.npz", "resume.npz", "losses.csv"):
-        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
+        assert (runs[0] / file).read_bytes() == (runs[1] / file).read_bytes(), file
     assert checkpoint.read_json(tmp_path / "a" / "model.json")["processes"] == 2
     train.train(tiny_settings(tmp_path / "one", corpus, epochs=1))
     assert checkpoint.read_json(tmp_path / "one" / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
@@ -133,17 +189,27 @@ class StopAt(train.StopRequest):
         return step == self.at
 
 
-@pytest.mark.parametrize("stop_step", [7, 25])  # inside the first epoch; inside the second
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step):
-    train.train(tiny_settings(tmp_path / "whole", corpus, epochs=3))
-    s = tiny_settings(tmp_path / "parts", corpus, epochs=3)
+@pytest.mark.parametrize("stop_step, length", [(7, {"epochs": 3}), (25, {"epochs": 3}),  # in epochs 1 and 2
+                                               (13, {"max_steps": 30, "eval_interval": 10})])  # mid-epoch, in steps
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length):
+    whole = train.train(tiny_settings(tmp_path / "whole", corpus, **length))
+    s = tiny_settings(tmp_path / "parts", corpus, **length)
     with pytest.raises(SystemExit) as stopped:
         train.train(s, stop=StopAt(stop_step))
     assert stopped.value.code == 130
-    assert checkpoint.read_json(tmp_path / "parts" / "resume.json")["step"] == stop_step
-    train.train(s, resume=True)
+    parts = run_folder(tmp_path / "parts")
+    assert checkpoint.read_json(parts / "resume.json")["step"] == stop_step
+    train.train(s, resume_from=parts)
     for file in ("model.npz", "resume.npz", "losses.csv"):
-        assert (tmp_path / "whole" / file).read_bytes() == (tmp_path / "parts" / file).read_bytes(), file
+        assert (whole / file).read_bytes() == (parts / file).read_bytes(), file
+
+
+def test_max_steps_fixes_the_run_and_validates_every_eval_interval(tmp_path, corpus):
+    run = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=25, eval_interval=10))
+    progress = checkpoint.read_json(run / "resume.json")
+    assert progress["step"] == progress["total_steps"] == 25 and len(progress["step_losses"]) == 25
+    assert [entry["step"] for entry in progress["history"]] == [10, 20, 25]  # and the last step
+    assert all(entry["seconds"] >= 0 for entry in progress["history"])
 
 
 def test_checkpoint_loads_back_to_the_same_parameters_and_logits(tmp_path, corpus):
@@ -158,7 +224,8 @@ def test_checkpoint_loads_back_to_the_same_parameters_and_logits(tmp_path, corpu
     again, _ = forward(checkpoint.load(tmp_path / "ck").params, ids, model.cfg)
     assert np.array_equal(logits, again)
     assert model.meta["corpus"]["sha256"] == checkpoint.sha256_of(corpus)
-    assert model.meta["history"][0]["epoch"] == 1 and model.meta["versions"]["numpy"] == np.__version__
+    steps_per_epoch = model.meta["steps"]  # one epoch: it validates once, at its end
+    assert model.meta["history"][0]["step"] == steps_per_epoch and model.meta["versions"]["numpy"] == np.__version__
 
 
 @pytest.fixture
@@ -176,8 +243,12 @@ def trained(tmp_path, corpus):
      "format version 9"),
 ])
 def test_corrupt_or_foreign_checkpoint_is_a_clear_error(trained, damage, message):
-    damage(trained)
+    run = run_folder(trained)
+    damage(run)  # a folder with no runs/ of its own has nothing to fall back to
     with pytest.raises(ValueError, match=message):
+        checkpoint.load(run)
+    damage(trained)
+    with pytest.raises(ValueError, match=message):  # the home's top is damaged too: the first error is told
         checkpoint.load(trained)
 
 
@@ -195,11 +266,42 @@ def test_failed_write_leaves_the_previous_checkpoint_loadable(trained, monkeypat
     assert all(np.array_equal(before.params[k], after.params[k]) for k in before.params)
 
 
-def test_a_new_run_moves_the_previous_model_aside(trained, corpus):
+def test_a_new_run_keeps_every_earlier_model(trained, corpus):
+    first = (trained / "model.npz").read_bytes()
+    second_run = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
+    assert (trained / "model.npz").read_bytes() == (second_run / "model.npz").read_bytes() != first
+    third_run = train.train(tiny_settings(trained, corpus, epochs=1, seed=8))
+    kept = sorted((run / "model.npz").read_bytes() for run in (trained / "runs").iterdir())
+    assert len(kept) == 3 and first in kept and (third_run / "model.npz").read_bytes() in kept
+
+
+def test_a_model_from_before_run_folders_is_kept(trained, corpus):
+    for name in checkpoint.MODEL_FILES:  # a model on top that no run folder holds
+        (trained / name).replace(trained / f"old-{name}")
+    shutil.rmtree(trained / "runs")
+    for name in checkpoint.MODEL_FILES:
+        (trained / f"old-{name}").replace(trained / name)
     old = (trained / "model.npz").read_bytes()
     train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
-    assert (trained / "previous" / "model.npz").read_bytes() == old
-    assert (trained / "model.npz").read_bytes() != old
+    kept = [run for run in (trained / "runs").iterdir() if run.name.startswith("earlier-")]
+    assert len(kept) == 1 and (kept[0] / "model.npz").read_bytes() == old
+    assert checkpoint.load(kept[0]).meta["weights_sha256"] == checkpoint.sha256_of(kept[0] / "model.npz")
+
+
+def test_a_mixed_top_falls_back_to_the_newest_whole_run(trained, corpus):
+    newer = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
+    (trained / "model.npz").write_bytes(b"half written")  # as a kill between two renames would leave it
+    model = checkpoint.load(trained)
+    assert model.folder == newer and model.meta["run"] == newer.name
+
+
+def test_a_diverging_run_leaves_the_earlier_model_and_says_so(trained, corpus, capsys):
+    before = (trained / "model.npz").read_bytes()
+    with pytest.raises(ValueError, match="still holds the model it held before this run") as error:
+        train.train(tiny_settings(trained, corpus, epochs=1, lr_max=1e9, grad_clip=1e9))
+    assert "the loss became" in str(error.value)
+    assert (trained / "model.npz").read_bytes() == before and checkpoint.load(trained).folder == trained
+    assert "Warning" not in capsys.readouterr().err  # one line, no numpy overflow warnings on the way
 
 
 # --- the script, as a person runs it ----------------------------------------------------------
@@ -208,7 +310,7 @@ def test_script_trains_and_writes_a_checkpoint(tmp_path, corpus):
     result = run_script("train.py", "--corpus_path", str(corpus), "--checkpoint", str(tmp_path / "ck"),
                         "--epochs", "1", "--emb_dim", "8", "--head_dim", "4", "--num_merges", "10")
     assert result.returncode == 0, result.stderr
-    assert "epoch   1" in result.stderr + result.stdout and "sample:" in result.stderr + result.stdout
+    assert "step " in result.stdout and "bits/char" in result.stdout and "sample:" in result.stdout
     assert checkpoint.load(tmp_path / "ck").cfg.emb_dim == 8
 
 
@@ -223,9 +325,11 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "python train.py --resume --checkpoint" in out and "Traceback" not in err
-    assert checkpoint.read_json(tmp_path / "ck" / "resume.json")["step"] > 0
-    refused = run_script(*args, "--resume", "--epochs", "3")
-    assert refused.returncode == 2 and "drop --epochs" in refused.stderr
+    assert checkpoint.read_json(run_folder(tmp_path / "ck") / "resume.json")["step"] > 0
+    assert not (tmp_path / "ck" / "model.npz").exists()  # no model yet, so nothing on top
+    for given in (["--epochs", "3"], ["--epochs=3"]):
+        refused = run_script(*args, "--resume", *given)
+        assert refused.returncode == 2 and "drop --epochs" in refused.stderr
 
 
 def one_line_error(result):
@@ -247,6 +351,10 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
     binary.write_bytes(b"text\n\xff\xfe\x00\x81\n")
     blocked = tmp_path / "file-not-folder"
     blocked.write_text("")
+    texts = {"empty.txt": b"", "blank.txt": b" \n\n\t\n", "latin1.txt": "caf\u00e9 cr\u00e8me".encode("latin-1"),
+             "binary.txt": b"\x89PNG\r\n\x1a\n\x00\x00", "short.txt": b"tiny\n"}
+    for name, data in texts.items():
+        (tmp_path / name).write_bytes(data)
     cases = [
         (["--corpus_path", str(tmp_path / "nope.csv")], "no corpus at"),
         (["--corpus_path", str(corpus), "--corpus_column", "body"], "has no column 'body'; its columns are ['id', 'text']"),
@@ -262,6 +370,16 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--dtype", "float16"], "dtype must be float32 or float64"),
         (["--processes", "-1"], "processes must be 0 (chosen from the model's size) or more"),
         (["--resume", "--checkpoint", str(tmp_path / "none")], "nothing to resume"),
+        (["--corpus_path", str(tmp_path / "empty.txt")], "holds no text"),
+        (["--corpus_path", str(tmp_path / "blank.txt")], "holds no text (only whitespace)"),
+        (["--corpus_path", str(tmp_path / "latin1.txt")], "not UTF-8 text"),
+        (["--corpus_path", str(tmp_path / "binary.txt")], "binary, not text"),
+        (["--corpus_path", str(tmp_path / "short.txt")], "fewer than one window"),
+        (["--recipe", "novel"], "there is no recipe 'novel'; the recipes are: book"),
+        (["--max_steps", "-1"], "max_steps must be 0 or more"),
+        (["--eval_interval", "0"], "eval_interval must be positive"),
+        (["--emb_dim", "30", "--num_heads", "4"], "emb_dim (30) must be divisible by num_heads (4)"),
+        (["--emb_dim", "64", "--head_dim", "16"], "head_dim 16 does not fit"),
     ]
     for args, message in cases:
         line = one_line_error(run_script("train.py", *args, "--checkpoint", str(tmp_path / "ck"))
@@ -274,6 +392,22 @@ def test_bad_input_does_not_touch_an_earlier_checkpoint(trained, tmp_path):
     before = {p.name: p.read_bytes() for p in trained.iterdir() if p.is_file()}
     one_line_error(run_script("train.py", "--corpus_path", str(tmp_path / "missing.csv"), "--checkpoint", str(trained)))
     assert {p.name: p.read_bytes() for p in trained.iterdir() if p.is_file()} == before
+
+
+def test_head_dim_follows_emb_dim_and_num_heads():
+    p = config.parser("test")
+    assert config.settings(config.parse(p, ["--num_heads", "4"])).head_dim == 8
+    assert config.settings(config.parse(p, ["--emb_dim", "64"])).head_dim == 32
+    assert config.settings(config.parse(p, ["--emb_dim", "64", "--head_dim", "32"])).head_dim == 32
+
+
+def test_a_recipe_sets_its_values_and_later_settings_win():
+    p = config.parser("test")
+    s = config.settings(config.parse(p, ["--recipe", "book", "--lr_max", "0.0005"]))
+    book = config.RECIPES["book"]
+    assert all(getattr(s, name) == value for name, value in book.items() if name != "lr_max")
+    assert s.lr_max == 0.0005 and s.head_dim == book["emb_dim"] // book["num_heads"]
+    assert config.settings(config.parse(config.parser("test"), [])).emb_dim == config.emb_dim  # defaults untouched
 
 
 def test_help_lists_every_setting_with_its_comment():
