@@ -2,6 +2,11 @@
 
     python generate.py "The little cat" --max_new_tokens 80 --seed 1
 
+generate.py and talk.py read the same command line: the sampling settings of config.py, the window,
+and two choices. A character the model has never seen is left out of the prompt with a warning
+(--strict refuses the prompt instead), and a continuation ends with its row, at the first newline
+the model writes (--full writes all max_new_tokens instead).
+
 Each new token is drawn from the last position's logits, filtered in this order:
     1. temperature: divide the logits by it (0 means greedy: take the most likely token)
     2. top_k: keep the k most likely tokens (0 means off)
@@ -12,6 +17,7 @@ Ties in the ordering go to the smaller token id, so a filter never depends on so
 """
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,37 +107,96 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             logits, cache = forward(params, np.array(context), cfg)
 
 
-def load_for_sampling(p, argv=None):
-    """(settings, checkpoint) for a script that samples: parse argv with p, load --checkpoint.
+# --- the command line of generate.py and talk.py --------------------------------------------------
 
-    The model fixes context_len, and the seq_len it was trained with is the window it knows, so
-    both default to the checkpoint's values: a model trained with other sizes works without
-    repeating them. A --seq_len given on the command line still wins.
-    """
-    model = checkpoint.load(p.parse_args(argv).checkpoint)
+SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tokens", "seed")  # of config.py
+
+
+def sampling_parser(description):
+    """The command line both sampling scripts read: the settings of config.py that sampling uses and
+    the three options below; a training setting (--epochs) is refused as an unknown option."""
+    p = config.parser(description, SAMPLING_SETTINGS)
+    group = p.add_argument_group("what the model reads, and where it stops")
+    group.add_argument("--window", type=int, default=0, metavar="INT",
+                       help="tokens the model reads: the last INT of the prompt and what it has written so far, "
+                            "at most the model's context_len; 0 = the seq_len the checkpoint was trained with")
+    group.add_argument("--strict", action="store_true",
+                       help="refuse a prompt with a character the model has never seen, instead of leaving "
+                            "the character out with a warning")
+    group.add_argument("--full", action="store_true",
+                       help="write all max_new_tokens tokens, instead of stopping at the end of the row "
+                            "(the first newline the model writes)")
+    return p
+
+
+def trained_window(model):
+    """The seq_len the checkpoint was trained with: the positions it learned (those past it only
+    ever saw weight decay). A checkpoint that does not record it gets the whole context_len."""
     trained = model.meta.get("settings")
-    trained_seq_len = trained.get("seq_len") if isinstance(trained, dict) else None
-    p.set_defaults(context_len=model.cfg.context_len,
-                   seq_len=trained_seq_len if isinstance(trained_seq_len, int) else config.seq_len)
-    s = config.settings(p.parse_args(argv))
-    if s.seq_len > model.cfg.context_len:
-        raise ValueError(f"the window seq_len = {s.seq_len} is longer than this model reads (context_len "
-                         f"{model.cfg.context_len}); give --seq_len {model.cfg.context_len} or less")
-    return s, model
+    seq_len = trained.get("seq_len") if isinstance(trained, dict) else None
+    return seq_len if isinstance(seq_len, int) else model.cfg.context_len
+
+
+def load_for_sampling(p, argv=None):
+    """(arguments, checkpoint) for a script that samples: argv parsed with a sampling_parser, its
+    settings checked, --checkpoint loaded, and args.window filled in where it was left at 0."""
+    args = config.parse(p, argv)
+    config.settings(args)  # checks the values given; the settings sampling does not use are not read
+    model = checkpoint.load(args.checkpoint)
+    context_len = model.cfg.context_len
+    args.window = args.window or trained_window(model)
+    if not 0 < args.window <= context_len:  # checked here, before anything is printed
+        raise ValueError(f"--window {args.window} does not fit this model: it reads 1 to {context_len} tokens "
+                         f"(its context_len); give --window {context_len} or less, or leave it out")
+    return args, model
+
+
+def warn(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def known_prompt_ids(tokenizer, text, strict):
+    """The ids of the prompt's characters that the model knows. Characters it has never seen are left
+    out with a warning, or, with strict, refused; a prompt with nothing left is refused. ValueError.
+
+    Example: a tokenizer trained without 'Z', text "the Zcat" -> the ids of "the cat", and the
+    warning "left out 'Z': the model has never seen this character"
+    """
+    ids, unknown = tokenizer.encode_known(text)
+    if unknown:
+        listed = ", ".join(map(repr, unknown))
+        these = "this character" if len(unknown) == 1 else "these characters"
+        if strict:
+            raise ValueError(f"the prompt has {listed}: the model has never seen {these} "
+                             f"(without --strict, {'it is' if len(unknown) == 1 else 'they are'} left out)")
+        warn(f"left out {listed}: the model has never seen {these}")
+    if not ids:
+        raise ValueError("nothing is left to continue: give characters the model knows")
+    return ids
+
+
+def print_continuation(tokenizer, prompt_ids, new_ids, full):
+    """Print the prompt, then each new token as soon as it is drawn, up to the end of the row (the
+    first newline the model writes; every training row ended with one), or all of them with full."""
+    print(tokenizer.decode(prompt_ids), end="", flush=True)
+    for token_id in new_ids:
+        text = tokenizer.decode([token_id])
+        row, newline, _ = text.partition("\n")  # a merged token can hold text after the newline too
+        print(text if full else row, end="", flush=True)
+        if newline and not full:
+            break  # no more tokens are drawn: generate waits for the next one to be asked for
+    print()
 
 
 def main(argv=None):
-    p = config.parser("Continue a prompt with a trained model (see talk.py for a conversation).")
+    p = sampling_parser("Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
-    s, model = load_for_sampling(p, argv)
-    prompt_ids = model.tokenizer.encode(p.parse_args(argv).prompt)
-    sampling = Sampling(s.temperature, s.top_k, s.top_p)
-    rng = np.random.default_rng(s.seed)
-    new_ids = generate(model.params, model.cfg, prompt_ids, s.max_new_tokens, s.seq_len, sampling, rng)
-    print(model.tokenizer.decode(prompt_ids), end="", flush=True)
-    for token_id in new_ids:
-        print(model.tokenizer.decode([token_id]), end="", flush=True)
-    print()
+    args, model = load_for_sampling(p, argv)
+    prompt_ids = known_prompt_ids(model.tokenizer, args.prompt, args.strict)
+    sampling = Sampling(args.temperature, args.top_k, args.top_p)
+    new_ids = generate(model.params, model.cfg, prompt_ids, args.max_new_tokens, args.window, sampling,
+                       np.random.default_rng(args.seed))
+    print_continuation(model.tokenizer, prompt_ids, new_ids, args.full)
 
 
 if __name__ == "__main__":

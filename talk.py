@@ -6,7 +6,10 @@
 
 Each line typed is a prompt. The model continues it one token at a time, printed as soon as it is
 drawn, until it ends the row (every training row ended with a newline, so the model learned where
-rows end) or has written /len tokens. Lines starting with / are commands; /help lists them.
+rows end) or has written /len tokens; with --full, always /len tokens. Characters the model has
+never seen are left out with a warning; with --strict, such a line is refused with a warning.
+Lines starting with / are commands; /help lists them. The command line is generate.py's, without
+the prompt: `python talk.py --help` lists it.
 
 Ctrl-C stops a continuation and returns to the prompt; at the prompt it clears the line. Ctrl-D
 (the end of the input) or /quit leaves, with exit status 0. A missing or broken checkpoint is one
@@ -15,12 +18,14 @@ line on stderr and exit status 2.
 
 import sys
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 import checkpoint
 import config
-from generate import Sampling, generate, load_for_sampling
+from generate import (Sampling, generate, known_prompt_ids, load_for_sampling, print_continuation,
+                      sampling_parser, warn)
 
 
 @dataclass
@@ -31,6 +36,8 @@ class Session:
     sampling: Sampling
     max_new_tokens: int
     seed: int
+    strict: bool  # refuse a line with characters the model has never seen, rather than leave them out
+    full: bool  # write max_new_tokens tokens, rather than stop at the end of the row
     rng: np.random.Generator = field(init=False)
 
     def __post_init__(self):
@@ -38,16 +45,21 @@ class Session:
 
 
 def describe(model, folder):
-    """One line about the model: its size, and when, on what and how well it was trained."""
+    """One line about the model: its size, and when, on what and how well it was trained; and where it
+    was read from, when that is a run in folder/runs/ because the model on top of folder is not whole."""
     try:
         meta, corpus = model.meta, model.meta["corpus"]
-        best = min(meta["history"], key=lambda epoch: epoch["val_loss"])
-        return (f"model: {sum(p.size for p in model.params.values()):,} parameters, {model.cfg.vocab_size} tokens; "
-                f"trained {meta['trained_at']} on {corpus['path']} ({corpus['rows']:,} rows); "
-                f"best validation loss {best['val_loss']:.3f} (epoch {best['epoch']})")
+        best = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]  # the weights saved
+        about = (f"model: {sum(p.size for p in model.params.values()):,} parameters, {model.cfg.vocab_size} tokens; "
+                 f"trained {meta['trained_at']} on {corpus['path']} ({corpus['characters']:,} characters, "
+                 f"{corpus['validation_characters']:,} held out); "
+                 f"best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{folder}/model.json lacks what training records about the model ({err!r}); "
+        raise ValueError(f"{model.folder}/model.json lacks what training records about the model ({err!r}); "
                          f"{checkpoint.RETRAIN}") from None
+    if model.folder != Path(folder):
+        about += f"; read from {model.folder}/, as {folder}/ holds no whole model on top"
+    return about
 
 
 # --- commands -----------------------------------------------------------------------------------
@@ -107,15 +119,12 @@ def settings_line(session):
 
 def help_text():
     lines = ["Type some text and press Enter: the model continues it a token at a time, until it ends the",
-             "row (a newline: every training row ended with one) or has written /len tokens. Characters it",
-             "has never seen are left out. Ctrl-C stops a continuation; Ctrl-D or /quit leaves.", "commands:"]
+             "row (a newline: every training row ended with one) or has written /len tokens; started with",
+             "--full, it always writes /len tokens. Characters it has never seen are left out; started with",
+             "--strict, such a line is refused. Ctrl-C stops a continuation; Ctrl-D or /quit leaves.", "commands:"]
     lines += [f"  {name + ' ' + arg:<10} {what}" for name, (arg, what, _) in SETTERS.items()]
     lines += [f"  {'/settings':<10} show the settings now", f"  {'/help':<10} this text", f"  {'/quit':<10} leave"]
     return "\n".join(lines)
-
-
-def warn(message):
-    print(message, file=sys.stderr, flush=True)
 
 
 def run_command(session, line):
@@ -144,24 +153,16 @@ def run_command(session, line):
 # --- continuations ------------------------------------------------------------------------------
 
 def continue_text(session, text):
-    """Print the prompt's known characters, then the model's continuation, token by token."""
-    tokenizer = session.model.tokenizer
-    prompt_ids, unknown = tokenizer.encode_known(text)
-    if unknown:
-        warn(f"left out {', '.join(map(repr, unknown))}: the model has never seen "
-             f"{'this character' if len(unknown) == 1 else 'these characters'}")
-    if not prompt_ids:
-        warn("nothing is left to continue: type characters the model knows")
+    """Print the prompt's known characters, then the model's continuation, token by token; a prompt
+    that cannot be continued is a warning, and the session goes on."""
+    try:
+        prompt_ids = known_prompt_ids(session.model.tokenizer, text, session.strict)
+    except ValueError as err:
+        warn(str(err))
         return
-    print(tokenizer.decode(prompt_ids), end="", flush=True)
     new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,
                        session.window, session.sampling, session.rng)
-    for token_id in new_ids:
-        piece, newline, _ = tokenizer.decode([token_id]).partition("\n")  # print up to the row's end
-        print(piece, end="", flush=True)
-        if newline:
-            break
-    print()
+    print_continuation(session.model.tokenizer, prompt_ids, new_ids, session.full)
 
 
 def read_line(interactive):
@@ -191,14 +192,15 @@ def converse(session, interactive):
 
 
 def main(argv=None):
-    p = config.parser("Talk to a trained model: type text, it continues it (settings from config.py).")
+    p = sampling_parser("Talk to a trained model: type text, it continues it (settings from config.py).")
     try:
-        s, model = load_for_sampling(p, argv)
+        args, model = load_for_sampling(p, argv)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    session = Session(model, s.seq_len, Sampling(s.temperature, s.top_k, s.top_p), s.max_new_tokens, s.seed)
+    session = Session(model, args.window, Sampling(args.temperature, args.top_k, args.top_p), args.max_new_tokens,
+                      args.seed, args.strict, args.full)
     interactive = sys.stdin.isatty()
-    print(describe(model, s.checkpoint))
+    print(describe(model, args.checkpoint))
     print("Type some text to have it continued; /help lists the commands; Ctrl-D or /quit leaves.", flush=True)
     if interactive:
         try:

@@ -1,6 +1,7 @@
 """Tests of generate.py: the sampling filters on hand-checked cases, the draws against the
 distribution they come from, the window of ids that reaches the model, and the command line."""
 
+import re
 import subprocess
 import sys
 import warnings
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import checkpoint
 import generate
 from generate import Sampling, filtered_probs, sample_next
 from transformer import forward, init_params
@@ -208,9 +210,42 @@ def test_generate_with_fresh_float32_params_works(tiny_cfg):
 
 # --- the command line ---------------------------------------------------------------------------
 
-def run_generate(*args):
-    return subprocess.run([sys.executable, "generate.py", *args], cwd=REPO, capture_output=True, text=True,
+def run_script(script, *args, text=""):
+    return subprocess.run([sys.executable, script, *args], cwd=REPO, input=text, capture_output=True, text=True,
                           timeout=60)
+
+
+def run_generate(*args):
+    return run_script("generate.py", *args)
+
+
+def greedy_text(folder, prompt, max_new_tokens):
+    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
+    window the checkpoint was trained with."""
+    model = checkpoint.load(folder)
+    new_ids = generate.generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
+                                model.meta["settings"]["seq_len"], GREEDY, np.random.default_rng(0))
+    return prompt + model.tokenizer.decode(list(new_ids))
+
+
+SAMPLING_OPTIONS = {"--help", "--checkpoint", "--temperature", "--top_k", "--top_p", "--max_new_tokens", "--seed",
+                    "--window", "--strict", "--full"}
+
+
+@pytest.mark.parametrize("script", ["generate.py", "talk.py"])
+def test_help_lists_exactly_the_sampling_options(script):
+    result = run_script(script, "--help")
+    assert result.returncode == 0, result.stderr
+    assert set(re.findall(r"--\w+", result.stdout)) == SAMPLING_OPTIONS
+    assert ("positional arguments:\n  prompt " in result.stdout) == (script == "generate.py")
+
+
+@pytest.mark.parametrize("script, prompt", [("generate.py", ["the cat"]), ("talk.py", [])])
+@pytest.mark.parametrize("setting", [["--epochs", "99"], ["--lr_max=5"], ["--seq_len", "4"]])
+def test_a_setting_sampling_does_not_use_is_refused_in_one_line(script, prompt, setting):
+    result = run_script(script, *prompt, *setting)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"{script}: unrecognized arguments: {' '.join(setting)} (see --help)\n"
 
 
 def test_cli_continues_the_prompt_reproducibly(tiny_checkpoint):
@@ -219,13 +254,52 @@ def test_cli_continues_the_prompt_reproducibly(tiny_checkpoint):
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("the cat") and len(first.stdout.rstrip("\n")) > len("the cat")
     assert again.stdout == first.stdout
-    hotter = ["--temperature", "1.5", "--top_p", "1"]
+    hotter = ["--temperature", "1.5", "--top_p", "1", "--full"]  # full: two rows can end alike after a token
     one = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "1", *hotter)
     two = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seed", "2", *hotter)
     assert one.stdout != two.stdout  # the seed is what makes runs repeat
 
 
-def test_cli_refuses_a_window_longer_than_the_model_reads(tiny_checkpoint):
-    result = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--seq_len", "9")
-    assert result.returncode == 2
-    assert "context_len (8)" in result.stderr and "Traceback" not in result.stderr
+def test_cli_stops_at_the_end_of_the_row_unless_full(tiny_checkpoint):
+    whole = greedy_text(tiny_checkpoint, "the cat", 40)
+    assert whole.count("\n") >= 2, whole  # the model writes rows, so the stop is really exercised
+    greedy = ["--checkpoint", str(tiny_checkpoint), "--temperature", "0", "--max_new_tokens", "40"]
+    row = run_generate("the cat", *greedy)
+    assert row.returncode == 0, row.stderr
+    assert row.stdout == whole.split("\n")[0] + "\n"
+    assert run_generate("the cat", *greedy, "--full").stdout == whole + "\n"
+
+
+def test_cli_leaves_out_unknown_characters_with_a_warning_or_refuses_them_when_strict(tiny_checkpoint):
+    folder = ["--checkpoint", str(tiny_checkpoint)]
+    left_out = run_generate("the Zcat@", *folder)
+    assert left_out.returncode == 0
+    assert left_out.stderr == "left out 'Z', '@': the model has never seen these characters\n"
+    assert left_out.stdout == run_generate("the cat", *folder).stdout  # as if they had not been typed
+    refused = run_generate("the Zcat", *folder, "--strict")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("error: the prompt has 'Z': ")
+    assert run_generate("the cat", *folder, "--strict").stdout == left_out.stdout  # known characters pass
+
+
+def test_cli_refuses_a_prompt_with_nothing_the_model_knows(tiny_checkpoint):
+    result = run_generate("ZZZ", "--checkpoint", str(tiny_checkpoint))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == ["left out 'Z': the model has never seen this character",
+                                          "error: nothing is left to continue: give characters the model knows"]
+
+
+@pytest.mark.parametrize("window", ["9", "-1"])
+def test_cli_refuses_a_window_the_model_cannot_read(tiny_checkpoint, window):
+    result = run_generate("the cat", "--checkpoint", str(tiny_checkpoint), "--window", window)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert f"--window {window} does not fit this model: it reads 1 to 8 tokens" in result.stderr
+
+
+def test_cli_window_changes_what_the_model_reads(tiny_checkpoint):
+    prompt = "the old man jumped over the"  # longer than 8 tokens, so windows 2 and 8 see different ids
+    folder = ["--checkpoint", str(tiny_checkpoint), "--temperature", "0", "--full", "--max_new_tokens", "20"]
+    default, eight, two = (run_generate(prompt, *folder, *window).stdout
+                           for window in ([], ["--window", "8"], ["--window", "2"]))
+    assert default == eight != two  # the checkpoint was trained with seq_len 8

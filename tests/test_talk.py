@@ -15,6 +15,7 @@ import pytest
 
 import checkpoint
 import talk
+from conftest import tiny_corpus_rows
 from generate import Sampling, generate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,26 +40,39 @@ def test_the_banner_describes_the_model(tiny_checkpoint):
     result = run_talk(tiny_checkpoint, "")
     about, hint = result.stdout.splitlines()
     model = checkpoint.load(tiny_checkpoint)
-    best = min(h["val_loss"] for h in model.meta["history"])
+    best = min(model.meta["history"], key=lambda entry: entry["val_loss"])
+    characters = len("\n".join(tiny_corpus_rows()) + "\n")  # the whole corpus.txt, 8,850 characters
     assert about.startswith(f"model: {sum(p.size for p in model.params.values()):,} parameters, "
                             f"{model.cfg.vocab_size} tokens; trained {model.meta['trained_at']} on ")
-    assert about.endswith(f"corpus.txt (300 rows); best validation loss {best:.3f} (epoch 3)")
+    assert about.endswith(f"corpus.txt ({characters:,} characters, {model.meta['corpus']['validation_characters']} "
+                          f"held out); best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
     assert "/help" in hint and "/quit" in hint
     assert result.returncode == 0 and result.stderr == ""  # end of input: a clean exit
 
 
-def greedy_row(folder, prompt, max_new_tokens):
-    """The prompt and its greedy continuation up to the first newline, from generate() itself;
-    it asserts that a newline comes before max_new_tokens, so the stop is really exercised."""
+def test_the_banner_says_which_run_a_model_came_from_when_the_top_is_broken(tiny_checkpoint, tmp_path):
+    home = tmp_path / "checkpoints"
+    shutil.copytree(tiny_checkpoint.parent.parent, home)  # the fixture gives its run, in home/runs/
+    truncate_weights(home)
+    about = run_talk(home, "").stdout.splitlines()[0]
+    assert about.endswith(f"; read from {home}/runs/{tiny_checkpoint.name}/, as {home}/ holds no whole model on top")
+    assert "read from" not in run_talk(tiny_checkpoint.parent.parent, "").stdout  # a whole top says nothing
+
+
+def greedy_text(folder, prompt, max_new_tokens):
+    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself."""
     model = checkpoint.load(folder)
     new_ids = generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
                        model.meta["settings"]["seq_len"], Sampling(0, 0, 1.0), np.random.default_rng(0))
-    text = ""
-    for token_id in new_ids:
-        text += model.tokenizer.decode([token_id])
-        if "\n" in text:
-            return prompt + text.split("\n")[0]
-    raise AssertionError(f"the model wrote no newline in {max_new_tokens} tokens after {prompt!r}")
+    return prompt + model.tokenizer.decode(list(new_ids))
+
+
+def greedy_row(folder, prompt, max_new_tokens):
+    """The prompt and its greedy continuation up to the first newline; it asserts that a newline
+    comes before max_new_tokens, so the stop is really exercised."""
+    row, newline, _ = greedy_text(folder, prompt, max_new_tokens).partition("\n")
+    assert newline, f"the model wrote no newline in {max_new_tokens} tokens after {prompt!r}"
+    return row
 
 
 def test_each_prompt_gets_one_row(tiny_checkpoint):
@@ -69,13 +83,27 @@ def test_each_prompt_gets_one_row(tiny_checkpoint):
     assert not any(line.startswith("> ") for line in lines)  # no prompt shown when the input is piped
 
 
+GREEDY = DEFAULTS.replace("temperature 0.8", "temperature 0")  # /settings after /temp 0
+
+
+def test_full_writes_len_tokens_past_the_end_of_the_row(tiny_checkpoint):
+    whole = greedy_text(tiny_checkpoint, "the cat", 40)
+    assert whole.count("\n") >= 2  # past the end of more than one row
+    result = run_talk(tiny_checkpoint, "/temp 0\n/len 40\nthe cat\n", "--full")
+    assert result.returncode == 0, result.stderr
+    after_banner = result.stdout.split("\n", BANNER_LINES)[-1]
+    assert after_banner == f"{GREEDY}\n{GREEDY.replace('50', '40')}\n{whole}\n"
+
+
 def test_len_caps_the_continuation_at_that_many_tokens(tiny_checkpoint):
+    # with --full, so that /len alone ends a continuation, wherever the model ends its rows
     prompt = "the cat sat"
-    lines = replies(run_talk(tiny_checkpoint, f"/temp 0\n/len 1\n{prompt}\n/len 3\n{prompt}\n"))
-    one, three = lines[2][len(prompt):], lines[4][len(prompt):]
-    tokenizer = checkpoint.load(tiny_checkpoint).tokenizer
-    assert one in {tokenizer.decode([i]) for i in range(tokenizer.vocab_size)}  # exactly one token
-    assert three.startswith(one) and len(three) > len(one)  # greedy: the same first token, then more
+    result = run_talk(tiny_checkpoint, f"/temp 0\n/len 1\n{prompt}\n/len 3\n{prompt}\n", "--full")
+    assert result.returncode == 0, result.stderr
+    one, three = greedy_text(tiny_checkpoint, prompt, 1), greedy_text(tiny_checkpoint, prompt, 3)
+    assert result.stdout.split("\n", BANNER_LINES)[-1] == (f"{GREEDY}\n{GREEDY.replace('50', '1')}\n{one}\n"
+                                                          f"{GREEDY.replace('50', '3')}\n{three}\n")
+    assert len(prompt) < len(one) < len(three)
 
 
 def test_a_seed_repeats_a_continuation(tiny_checkpoint):
@@ -92,8 +120,16 @@ def test_commands_change_the_settings(tiny_checkpoint):
     lines = replies(run_talk(tiny_checkpoint, f"/settings\n{changes}/settings\n"))
     assert lines[0] == DEFAULTS  # config.py's values, and the window the checkpoint was trained with
     assert lines[-1] == "temperature 0.5, top_k 5, top_p 0.7, up to 12 new tokens, seed 9, window 8 tokens"
-    overridden = replies(run_talk(tiny_checkpoint, "/settings\n", "--temperature", "0.3", "--seq_len", "4"))
+    overridden = replies(run_talk(tiny_checkpoint, "/settings\n", "--temperature", "0.3", "--window", "4"))
     assert overridden == [DEFAULTS.replace("0.8", "0.3").replace("window 8", "window 4")]
+
+
+def test_the_window_is_the_trained_seq_len_unless_given(tiny_checkpoint, tmp_path):
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(tiny_checkpoint, folder)
+    edit_description(lambda meta: meta["settings"].update(seq_len=5))(folder)  # as if trained on windows of 5
+    assert replies(run_talk(folder, "/settings\n")) == [DEFAULTS.replace("window 8", "window 5")]
+    assert replies(run_talk(folder, "/settings\n", "--window", "7")) == [DEFAULTS.replace("window 8", "window 7")]
 
 
 def test_help_names_every_command(tiny_checkpoint):
@@ -113,6 +149,13 @@ def test_unknown_characters_are_left_out_with_a_warning(tiny_checkpoint):
     assert warnings[0] == "left out 'Z', '@': the model has never seen these characters"
     assert warnings[1] == "left out 'Z': the model has never seen this character"
     assert warnings[2].startswith("nothing is left to continue")
+
+
+def test_strict_refuses_a_line_with_unknown_characters_and_goes_on(tiny_checkpoint):
+    text = "/temp 0\nthe Zcat\nthe cat\n"
+    strict = run_talk(tiny_checkpoint, text, "--strict")
+    assert replies(strict)[1:] == replies(run_talk(tiny_checkpoint, "/temp 0\nthe cat\n"))[1:]  # no reply to it
+    assert strict.stderr.count("\n") == 1 and strict.stderr.startswith("the prompt has 'Z': the model has never seen")
 
 
 def test_bad_commands_and_values_keep_the_session_going(tiny_checkpoint):
@@ -144,9 +187,9 @@ def test_the_last_line_needs_no_newline(tiny_checkpoint):
 
 
 def test_a_window_longer_than_the_model_reads_is_refused(tiny_checkpoint):
-    result = run_talk(tiny_checkpoint, "the cat\n", "--seq_len", "9")
+    result = run_talk(tiny_checkpoint, "the cat\n", "--window", "9")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "context_len (8)" in result.stderr
+    assert result.stderr.count("\n") == 1 and "--window 9 does not fit this model: it reads 1 to 8" in result.stderr
 
 
 # --- broken checkpoints -------------------------------------------------------------------------
@@ -172,9 +215,11 @@ def edit_description(change):
     edit_description(lambda meta: meta.update(format="another-project")),  # foreign
     edit_description(lambda meta: meta["model"].update(emb_dim=64)),  # the weights do not fit it
     edit_description(lambda meta: meta.update(history=[])),
+    edit_description(lambda meta: meta.pop("best_step")),
+    edit_description(lambda meta: meta.update(corpus={"path": "corpus.txt", "rows": 300})),  # before characters
     lambda folder: (folder / "model.tok.json").write_text('{"format": "numpy-gpt-bpe"}'),  # mixed files
 ], ids=["missing", "no-tokenizer", "truncated-weights", "truncated-json", "foreign", "mismatched-shapes",
-        "no-history", "other-tokenizer"])
+        "no-history", "no-best-step", "corpus-in-rows", "other-tokenizer"])
 def test_a_broken_checkpoint_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, damage):
     folder = tmp_path / "checkpoint"
     shutil.copytree(tiny_checkpoint, folder)
