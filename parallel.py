@@ -8,11 +8,9 @@ threads mostly wait on each other: on 2 cores the reference model took 2.9-3.5 m
 threads against 2.1 on one. Processes share nothing but the numbers: the parameters are copied into
 shared memory before each step, each worker writes its slice's gradients into shared memory of its
 own, and a pipe carries the slices of ids and the losses. The process that asks for the step
-computes the first slice itself.
-
-Each process is pinned to a core of its own for the step, and numpy's BLAS is kept to that core.
-Left to itself, Linux wakes a worker on the core of the process that woke it, where both then take
-turns until the scheduler moves one: unpinned, two processes took 2.9-3.9 ms a step, pinned 1.6-1.7.
+computes the first slice itself. While slices run side by side, numpy's BLAS is held to one thread
+in each process (threadpoolctl), so that the processes do not fight over the cores; with one
+process, BLAS keeps all its threads.
 
 The loss is the mean over the N positions of the batch. With slices of N_k positions,
     loss = sum_k (N_k / N) loss_k,    grads = sum_k (N_k / N) grads_k,
@@ -20,19 +18,16 @@ which are the numbers of one loss_and_grads over the whole batch, up to float ro
 """
 
 import contextlib
-import ctypes
-import functools
 import multiprocessing
 import os
 import signal
 import sys
 import threading
-import time
 import traceback
 import types
-from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from transformer import flat_buffer, loss_and_grads, views_into
 
@@ -61,84 +56,27 @@ def matmul_flops(cfg, batch_size, seq_len):
 
 
 def cores():
-    """The CPU cores this process may run on, in order."""
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    """The number of CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def blas_controlled():
+    """Whether threadpoolctl can set the threads of numpy's BLAS (OpenBLAS, MKL, BLIS: yes; Apple's
+    Accelerate: no, and there the processes would fight over the cores)."""
+    return any(pool["user_api"] == "blas" for pool in threadpool_info())
 
 
 def processes_for(cfg, batch_size, seq_len, available=None):
     """How many processes to train with: one per core, as long as each slice of the batch keeps at
-    least FLOPS_PER_PROCESS of products; 1 where numpy's BLAS cannot be kept to one core.
+    least FLOPS_PER_PROCESS of products; 1 where numpy's BLAS cannot be held to one thread.
 
     Example: the reference shape (6.9e7 FLOPs a step) -> 2 on 2 or more cores; B = 8 of it (3.5e7) -> 1
     """
-    if blas_library() is None:
+    if not blas_controlled():
         return 1
-    available = len(cores()) if available is None else available
+    available = cores() if available is None else available
     worth = matmul_flops(cfg, batch_size, seq_len) // FLOPS_PER_PROCESS
     return max(1, min(available, batch_size, worth))
-
-
-# ---------------------------------------------------------------------------------------------
-# Keeping a process to one core: numpy's BLAS, and the scheduler.
-
-@functools.lru_cache(maxsize=None)
-def blas_library():
-    """(set, get) of the number of cores of the OpenBLAS that numpy calls, through ctypes; None for
-    any other BLAS (Apple's Accelerate, MKL), whose threads this module leaves alone."""
-    maps = Path("/proc/self/maps")  # Linux: every library this process has loaded
-    if maps.exists():
-        paths = sorted({line.split()[-1] for line in maps.read_text().splitlines() if "openblas" in line})
-    else:  # the OpenBLAS that numpy's wheels bundle beside it on Windows and macOS
-        package = Path(np.__file__).parent
-        bundled = [*package.parent.glob("numpy.libs/*openblas*"), *package.glob(".dylibs/*openblas*")]
-        paths = sorted(map(str, bundled))
-    for path in paths:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        # the names differ by build: numpy's own wheels, older 64-bit-integer ones, a system OpenBLAS
-        for prefix, suffix in (("scipy_", "64_"), ("", "64_"), ("", "")):
-            names = f"{prefix}openblas_set_num_threads{suffix}", f"{prefix}openblas_get_num_threads{suffix}"
-            if all(hasattr(library, name) for name in names):
-                return tuple(getattr(library, name) for name in names)
-    return None
-
-
-@contextlib.contextmanager
-def blas_threads(n):
-    """numpy's matrix products run on n cores inside the with-block, and as before after it.
-
-    It sets the whole process: OpenBLAS has no setting of its own for each thread (even its
-    openblas_set_num_threads_local sets them all). Nothing changes where blas_library() is None.
-    """
-    controls = blas_library()
-    if controls is None:
-        yield
-        return
-    set_threads, get_threads = controls
-    previous = get_threads()
-    set_threads(n)
-    try:
-        yield
-    finally:
-        set_threads(previous)
-
-
-@contextlib.contextmanager
-def pinned(core):
-    """The calling thread runs on this core alone inside the with-block, and as before after it.
-    Where it cannot be pinned (not Linux, or a container that forbids it) it runs as it was."""
-    try:
-        previous = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {core})
-    except (AttributeError, OSError):  # AttributeError: this system has no sched_setaffinity
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, previous)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,19 +96,17 @@ class DataParallel:
     def __init__(self, processes):
         assert processes >= 1, f"processes must be 1 or more, got {processes}"
         self.processes = processes
-        self.cores = cores()
         self.workers = []  # a Worker for each slice after the first
         self.layout = None  # (cfg, names and shapes, dtype) of the parameters the workers were started for
 
     def loss_and_grads(self, params, ids, targets, cfg):  # (B, T) ids and targets -> loss, grads
         ids, targets = np.asarray(ids), np.asarray(targets)
-        with blas_threads(1):
-            if self.processes == 1 or ids.ndim != 2 or len(ids) == 1:
-                return loss_and_grads(params, ids, targets, cfg)
-            slices = list(zip(np.array_split(ids, self.processes), np.array_split(targets, self.processes)))
-            slices = [(slice_ids, slice_targets) for slice_ids, slice_targets in slices if len(slice_ids)]
-            with pinned(self.cores[0]):
-                results = self.compute(params, slices, cfg)
+        if self.processes == 1 or ids.ndim != 2 or len(ids) == 1:
+            return loss_and_grads(params, ids, targets, cfg)
+        slices = list(zip(np.array_split(ids, self.processes), np.array_split(targets, self.processes)))
+        slices = [(slice_ids, slice_targets) for slice_ids, slice_targets in slices if len(slice_ids)]
+        with threadpool_limits(limits=1, user_api="blas"):
+            results = self.compute(params, slices, cfg)
         # loss = sum_k (N_k / N) loss_k and grads = sum_k (N_k / N) grads_k, added in place into the first
         shares = [len(slice_ids) / len(ids) for slice_ids, _ in slices]
         loss = sum(share * slice_loss for share, (slice_loss, _) in zip(shares, results))
@@ -212,8 +148,7 @@ class DataParallel:
         shared = context.RawArray("b", flat.nbytes)
         self.shared_params = np.frombuffer(shared, dtype)
         with sigint_ignored(), main_script_hidden():  # Ctrl-C is for this process to handle
-            self.workers = [Worker(context, shared, shapes, dtype, cfg, self.cores[k % len(self.cores)])
-                            for k in range(1, self.processes)]
+            self.workers = [Worker(context, shared, shapes, dtype, cfg, number) for number in range(1, self.processes)]
         self.layout = layout
 
     def close(self):
@@ -231,12 +166,12 @@ class DataParallel:
 class Worker:
     """A worker process, this process's end of the pipe to it, and the gradients it writes."""
 
-    def __init__(self, context, shared_params, shapes, dtype, cfg, core):
+    def __init__(self, context, shared_params, shapes, dtype, cfg, number):
         shared_grads = context.RawArray("b", len(shared_params))
         self.grads = np.frombuffer(shared_grads, dtype)
         self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=serve, args=(theirs, shared_params, shared_grads, shapes, dtype, cfg,
-                                                           core), name=f"training worker on core {core}", daemon=True)
+        self.process = context.Process(target=serve, args=(theirs, shared_params, shared_grads, shapes, dtype, cfg),
+                                       name=f"training worker {number}", daemon=True)
         self.process.start()
         theirs.close()
 
@@ -251,7 +186,7 @@ class Worker:
         """(loss, None) once the worker has its slice's loss, and its gradients in self.grads (flat, in
         shared memory); or (None, the error it met), with the worker's traceback as its cause."""
         try:
-            loss, error, trace = received(self.connection)
+            loss, error, trace = self.connection.recv()
         except (EOFError, OSError):
             return None, self.stopped()
         if error is not None:
@@ -272,31 +207,13 @@ class Worker:
         self.connection.close()
 
 
-# Waking a process that sleeps on a pipe takes tens of microseconds, and a step has two such waits:
-# the worker's for its slice, and this process's for the answer. So each side polls its pipe for up
-# to this long before it sleeps, as OpenBLAS's own threads spin before they sleep. Measured at the
-# reference shape: 1.52 ms a step against 1.61 with sleeping at once; the worker's answer came
-# 0.07 ms after this process's own slice was done instead of 0.13. Between steps, a worker spends
-# at most this much of its core on polling.
-SPIN_SECONDS = 0.001
-
-
-def received(connection):
-    """The next message on the pipe: polled for up to SPIN_SECONDS, then waited for asleep."""
-    deadline = time.perf_counter() + SPIN_SECONDS
-    while not connection.poll() and time.perf_counter() < deadline:
-        pass
-    return connection.recv()
-
-
-def serve(connection, shared_params, shared_grads, shapes, dtype, cfg, core):
+def serve(connection, shared_params, shared_grads, shapes, dtype, cfg):
     """A worker's life: (ids, targets) slices in, (loss, None, None) or (None, error, traceback) out,
     until it is sent None or this end of the pipe closes."""
-    keep_freed_memory()
     params = views_into(np.frombuffer(shared_params, dtype), shapes)
     grads_out = np.frombuffer(shared_grads, dtype)
-    with pinned(core), blas_threads(1), contextlib.suppress(EOFError):
-        while (job := received(connection)) is not None:
+    with threadpool_limits(limits=1, user_api="blas"), contextlib.suppress(EOFError):
+        while (job := connection.recv()) is not None:
             try:
                 loss, grads = loss_and_grads(params, *job, cfg)
             except Exception as error:  # sent back, to be raised where the step was asked for
@@ -304,21 +221,6 @@ def serve(connection, shared_params, shared_grads, shapes, dtype, cfg, core):
                 continue
             np.copyto(grads_out, flat_buffer(grads))
             connection.send((loss, None, None))
-
-
-def keep_freed_memory():
-    """Tell glibc's malloc to keep the memory a step frees for the next step (Linux; elsewhere nothing).
-
-    By default it hands freed memory at the top of the heap back to the system, and each page of it
-    used again costs a page fault: a fresh process took 1.5-1.7 ms a half-batch step of the reference
-    model with about 200 faults a step, 1.1 ms with none. (The process that runs train.py keeps its
-    memory already: loading the corpus raised glibc's own thresholds.)
-    """
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None) if sys.platform.startswith("linux") else None
-    if mallopt is not None:
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # from glibc's malloc.h
-        mallopt(M_TRIM_THRESHOLD, 64 << 20)  # give memory back only when 64 MiB lie free at the top
-        mallopt(M_MMAP_THRESHOLD, 32 << 20)  # serve blocks up to 32 MiB (its limit) from the heap
 
 
 @contextlib.contextmanager

@@ -244,7 +244,7 @@ def bench(shape, reps, warmup):
         print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
     else:
         print(f"  torch        not measured: {torch_missing}")
-    print(f"  ours on {processes} process(es) of {len(cores())} cores, each on a slice of the batch with one core "
+    print(f"  ours on {processes} process(es) of {cores()} cores, each on a slice of the batch with one core "
           f"of BLAS (parallel.processes_for)")
     flops, peak = matmul_flops(cfg, B, T), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9

@@ -3,18 +3,24 @@
 import os
 import signal
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 import parallel
 from transformer import ModelConfig, flat_buffer, init_params, loss_and_grads
 
 REFERENCE = ModelConfig(vocab_size=575, context_len=16, emb_dim=32, num_heads=2, num_layers=2, ff_dim=128, ln_eps=1e-5)
 LARGE = ModelConfig(vocab_size=575, context_len=128, emb_dim=256, num_heads=4, num_layers=4, ff_dim=1024, ln_eps=1e-5)
-needs_openblas = pytest.mark.skipif(parallel.blas_library() is None,
-                                    reason="numpy's BLAS is not an OpenBLAS whose thread count can be set")
-needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this system cannot pin a thread")
+needs_blas_control = pytest.mark.skipif(not parallel.blas_controlled(),
+                                        reason="threadpoolctl cannot set the threads of numpy's BLAS here")
+
+
+def blas_threads():
+    """The threads numpy's BLAS runs on now, as threadpoolctl sees them."""
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
 
 @pytest.mark.parametrize("processes", [1, 2, 3, 5])  # 3 slices of the 3 rows; 5 processes for 3 rows leave 2 idle
@@ -98,7 +104,7 @@ def test_a_worker_that_died_is_reported_with_its_exit_code(tiny_cfg, tiny_params
         workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
         workers.workers[0].process.kill()
         workers.workers[0].process.join()
-        with pytest.raises(RuntimeError, match=r"the training worker on core \d+ stopped \(exit code -9\)"):
+        with pytest.raises(RuntimeError, match=r"the training worker 1 stopped \(exit code -9\)"):
             workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
 
 
@@ -114,34 +120,6 @@ def test_ctrl_c_is_left_to_the_process_that_trains_and_close_stops_the_workers(t
     assert loss == pytest.approx(loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)[0], abs=1e-14)
 
 
-def test_a_message_is_received_whether_it_comes_while_polling_or_after():
-    import multiprocessing
-    ours, theirs = multiprocessing.Pipe()
-    theirs.send("waiting already")
-    assert parallel.received(ours) == "waiting already"
-    late = threading.Timer(10 * parallel.SPIN_SECONDS, theirs.send, args=("after the polling",))
-    late.start()  # comes once received has stopped polling and gone to sleep on the pipe
-    assert parallel.received(ours) == "after the polling"
-    late.join()
-    theirs.close()
-    with pytest.raises(EOFError):  # the other end closed: what ends a worker's loop
-        parallel.received(ours)
-
-
-def test_a_system_that_forbids_pinning_still_gets_the_right_numbers(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
-    def refuse(pid, cores):
-        raise PermissionError("sched_setaffinity is not allowed here")
-
-    monkeypatch.setattr(os, "sched_setaffinity", refuse)
-    with parallel.pinned(0):
-        pass
-    with parallel.DataParallel(2) as workers:  # the worker, a fresh process, may pin itself
-        loss, grads = workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
-    expected_loss, expected_grads = loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
-    assert loss == pytest.approx(expected_loss, abs=1e-14)
-    np.testing.assert_allclose(flat_buffer(grads), flat_buffer(expected_grads), rtol=0, atol=1e-14)
-
-
 def test_matmul_flops_of_the_reference_shape():
     # N = 256, C = 32, F = 128, V = 575, hs = 16, 32 heads of T = 16. Per block, forward:
     # QKV 2*256*32*96 = 1,572,864; scores and attn @ V 2 * (2*32*16*16*16) = 524,288;
@@ -150,7 +128,7 @@ def test_matmul_flops_of_the_reference_shape():
     assert parallel.matmul_flops(REFERENCE, 16, 16) == 3 * (2 * 6_815_744 + 9_420_800) == 69_156_864
 
 
-@needs_openblas
+@needs_blas_control
 def test_processes_follow_the_work_per_slice():
     assert parallel.processes_for(REFERENCE, 16, 16, available=2) == 2  # 6.9e7 FLOPs: two slices' worth
     assert parallel.processes_for(REFERENCE, 16, 16, available=8) == 2  # and no more
@@ -160,55 +138,45 @@ def test_processes_follow_the_work_per_slice():
     assert parallel.processes_for(LARGE, 32, 128, available=1) == 1
 
 
-@needs_openblas
-def test_blas_threads_hold_inside_the_block_and_come_back_after():
-    set_threads, get_threads = parallel.blas_library()
-    before = get_threads()
-    with parallel.blas_threads(1):
-        assert get_threads() == 1
-    assert get_threads() == before
-    with pytest.raises(RuntimeError), parallel.blas_threads(1):
-        raise RuntimeError("a failed step")
-    assert get_threads() == before
+def test_a_blas_that_cannot_be_held_to_one_thread_trains_on_one_process(monkeypatch):
+    monkeypatch.setattr(parallel, "threadpool_info", lambda: [{"user_api": "openmp", "num_threads": 2}])
+    assert parallel.processes_for(LARGE, 32, 128, available=2) == 1
 
 
 def where_it_runs(monkeypatch):
-    """Make parallel.loss_and_grads note the BLAS threads and the cores of each call here."""
+    """Make parallel.loss_and_grads note the BLAS threads of each call here."""
     seen = []
 
     def spy(*args):
-        seen.append((parallel.blas_library()[1](), os.sched_getaffinity(0)))
+        seen.append(blas_threads())
         return loss_and_grads(*args)
 
     monkeypatch.setattr(parallel, "loss_and_grads", spy)
     return seen
 
 
-@needs_openblas
-@needs_affinity
-def test_a_step_runs_here_on_one_blas_core_and_gives_the_cores_back(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
-    _, get_threads = parallel.blas_library()
-    before = get_threads(), os.sched_getaffinity(0)
+@needs_blas_control
+def test_slices_run_on_one_blas_thread_and_one_process_keeps_them_all(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
+    before = blas_threads()
     seen = where_it_runs(monkeypatch)
     for processes in (1, 2):
         with parallel.DataParallel(processes) as workers:
             workers.loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)
-    assert seen == [(1, before[1]), (1, {parallel.cores()[0]})]  # the whole batch unpinned, then the first of 2 slices
-    assert (get_threads(), os.sched_getaffinity(0)) == before
+    assert seen == [before, [1] * len(before)]  # the whole batch with every thread, then the first of 2 slices
+    assert blas_threads() == before
 
 
-@needs_openblas
-@needs_affinity
-def test_a_worker_runs_on_its_own_core_and_answers_its_slice(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
+@needs_blas_control
+def test_a_worker_runs_on_one_blas_thread_and_answers_its_slice(tiny_cfg, tiny_params, tiny_batch, monkeypatch):
     # serve, the worker's loop, run in a thread of this process so that the spy can see it
     import multiprocessing
+    before = blas_threads()
     seen = where_it_runs(monkeypatch)
     flat = flat_buffer(tiny_params)
     shared_grads = multiprocessing.RawArray("b", flat.nbytes)
     ours, theirs = multiprocessing.Pipe()
     shapes = {name: p.shape for name, p in tiny_params.items()}
-    core = parallel.cores()[-1]
-    worker = threading.Thread(target=parallel.serve, args=(theirs, flat, shared_grads, shapes, flat.dtype, tiny_cfg, core))
+    worker = threading.Thread(target=parallel.serve, args=(theirs, flat, shared_grads, shapes, flat.dtype, tiny_cfg))
     worker.start()
     ids, targets = tiny_batch
     ours.send((ids[2:], targets[2:]))
@@ -218,8 +186,29 @@ def test_a_worker_runs_on_its_own_core_and_answers_its_slice(tiny_cfg, tiny_para
     ours.send(None)
     worker.join(timeout=10)
     assert not worker.is_alive()
-    assert seen[0] == (1, {core})
+    assert seen[0] == [1] * len(before) and blas_threads() == before
     expected_loss, expected_grads = loss_and_grads(tiny_params, ids[2:], targets[2:], tiny_cfg)
     assert (loss, error, trace) == (expected_loss, None, None)
     assert np.frombuffer(shared_grads, flat.dtype).tobytes() == flat_buffer(expected_grads).tobytes()
     assert isinstance(bad_target, ValueError) and "outside the vocabulary" in str(bad_target)
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import parallel\n"
+        "from transformer import ModelConfig, init_params\n"
+        "print('the script ran', flush=True)\n"
+        "cfg = ModelConfig(7, 8, 4, 2, 1, 8, 1e-5)\n"
+        "params = init_params(cfg, np.random.default_rng(0))\n"
+        "ids = np.arange(12).reshape(3, 4) % 7\n"
+        "with parallel.DataParallel(2) as workers:\n"
+        "    loss, _ = workers.loss_and_grads(params, ids, ids, cfg)\n"
+        "print(f'loss {loss:.6f}')\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(Path(parallel.__file__).parent)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("the script ran") == 1 and "loss " in result.stdout
