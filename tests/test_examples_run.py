@@ -27,10 +27,10 @@ def test_token_stream_ends_each_row_with_its_newline():
     # "\n" (10) < "a" (97) < "b" (98), ids 0 1 2, so each row is [1, 2, 0].
     # Pairs: (1, 2) twice and (2, 0) twice; the tie goes to the smaller pair (1, 2), id 3.
     # Each row becomes [3, 0], and the stream joins the rows: [3, 0, 3, 0].
-    rows = ["ab", "ab"]
-    tok = BPETokenizer.train([row + "\n" for row in rows], 1)
+    text = "ab\nab\n"  # the rows "ab" and "ab" of a CSV, as train.read_corpus joins them
+    tok = BPETokenizer.train([text], 1)
     assert tok.alphabet == ["\n", "a", "b"] and tok.merges == [(1, 2)]
-    assert train.token_stream(tok, rows).tolist() == [3, 0, 3, 0]
+    assert train.token_stream(tok, text).tolist() == [3, 0, 3, 0]
 
 
 def test_windows_worked_example():
@@ -48,8 +48,8 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
     # 8 one-letter rows; val_fraction 0.25 holds out 2, so 6 training rows of 2 tokens ("x\n")
     # make a stream of 12 tokens and, at seq_len 2 and stride 1, 12 - 3 + 1 = 10 windows.
     # batch_size 4: ceil(10 / 4) = 3 steps per epoch, the last with the 2 windows left over.
-    corpus = tmp_path / "letters.txt"
-    corpus.write_text("\n".join("abcdefgh") + "\n", encoding="utf-8")
+    corpus = tmp_path / "letters.csv"
+    corpus.write_text("text\n" + "\n".join("abcdefgh") + "\n", encoding="utf-8")
     small = dict(corpus_path=str(corpus), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
                  seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, head_dim=2, num_layers=1, ff_dim=8,
                  batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
@@ -64,10 +64,11 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
     monkeypatch.setattr(parallel, "loss_and_grads", spy)
     train.train(s)
 
-    rows = train.read_rows(corpus, "text", s.max_rows)
-    tok = BPETokenizer.train([row + "\n" for row in rows], 0)
-    train_rows, _ = train.split_rows(rows, 0.25, 42)
-    inputs, _ = train.make_windows(train.token_stream(tok, train_rows), 2, 1, "training")
+    rows, _ = train.read_rows(corpus, "text", s.max_rows)
+    train_rows, val_rows = train.split_rows(rows, 0.25, 42)
+    tok = BPETokenizer.train(["".join(row + "\n" for row in rows)], 0)
+    inputs, _ = train.make_windows(train.token_stream(tok, "".join(row + "\n" for row in train_rows)), 2, 1,
+                                   "training")
     assert len(inputs) == 10
     # the order of epoch e is a permutation seeded with (seed, e) = (42, e)
     assert np.random.default_rng([42, 0]).permutation(10).tolist() == [5, 6, 0, 7, 3, 2, 4, 9, 1, 8]
@@ -122,17 +123,21 @@ def test_decay_group_at_the_settings_of_config():
 
 def test_bits_per_character_of_a_uniform_model():
     # All-zero parameters make every logit 0, so the model is uniform over V = 7 tokens: ln 7 =
-    # 1.9459 nats, log2 7 = 2.8074 bits per token. The targets [6, 3] spell "aaab" + "d", 5
-    # characters, so bits per character = 2 * 2.8074 / 5 = 1.1229.
+    # 1.9459 nats, log2 7 = 2.8074 bits per token. In the stream [0, 6, 3] the first token is only
+    # read; the targets [6, 3] spell "aaab" + "d", 5 characters, so bits per character =
+    # 2 * 2.8074 / 5 = 1.1229. (Counted from the inputs [0, 6] it would be 2 * 2.8074 / 5 too: the
+    # stream [5, 6, 3] below tells them apart, as its inputs spell 6 characters.)
     tok = BPETokenizer.train(["aaabdaaabac"], 10)
     token_chars = np.array([len(tok.decode([i])) for i in range(tok.vocab_size)])
     assert token_chars.tolist() == [1, 1, 1, 1, 2, 2, 4]
     cfg = ModelConfig(7, 4, 4, 2, 1, 8, 1e-5)
     params = zeros_like(init_params(cfg, np.random.default_rng(0)))
-    targets = [[6, 3]]
-    nats, bpc = train.evaluate(params, cfg, np.array(targets), np.array(targets), token_chars)
+    stream = [0, 6, 3]
+    nats, bpc = train.evaluate(params, cfg, np.array(stream), 2, token_chars)
     assert math.isclose(nats, math.log(7), rel_tol=1e-12)
     assert math.isclose(bpc, 2 * math.log2(7) / 5, rel_tol=1e-12)
+    assert round(bpc, 4) == 1.1229
+    _, bpc = train.evaluate(params, cfg, np.array([5, 6, 3]), 2, token_chars)
     assert round(bpc, 4) == 1.1229
 
 
