@@ -204,17 +204,22 @@ def home_of(run_folder):
     return run_folder.parent.parent if run_folder.parent.name == "runs" else None
 
 
-def keep_earlier_model(home):
-    """Before the top of home is replaced: if its model is whole and no run folder holds it, copy it
-    to home/runs/earlier-<its weights' sha256>/, so it is not lost."""
+def keep_earlier_model(home, replacing_run):
+    """Before the run named replacing_run puts its model on top of home: if the model there is whole,
+    and is neither an earlier best of that same run nor held whole by its own run's folder (a kill
+    may have caught that folder mid-save), copy it to home/runs/earlier-<its weights' sha256>/."""
     home = Path(home)
     try:
         model = load_files(home)
     except ValueError:
         return  # nothing whole there: a mix left by a kill mid-copy, whose parts a run folder holds
     run = model.meta.get("run")
-    if isinstance(run, str) and (home / "runs" / run / "model.json").is_file():
-        return
+    if run == replacing_run:
+        return  # superseded by a better model of its own run
+    if isinstance(run, str):
+        with contextlib.suppress(ValueError):
+            if load_files(home / "runs" / run).meta.get("weights_sha256") == model.meta.get("weights_sha256"):
+                return
     kept = home / "runs" / f"earlier-{model.meta['weights_sha256'][:12]}"
     if kept.is_dir():
         return

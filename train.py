@@ -334,7 +334,7 @@ def save_best(run, cfg, tokenizer, meta):
     """
     checkpoint.save_model(run.folder, run.params, cfg, tokenizer, meta)
     if run.home is not None:
-        checkpoint.keep_earlier_model(run.home)
+        checkpoint.keep_earlier_model(run.home, run.folder.name)
         checkpoint.save_model(run.home, run.params, cfg, tokenizer, meta)
 
 

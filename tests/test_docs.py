@@ -3,7 +3,8 @@
 Conventions the pages follow (docs/index.md says the same for writers):
 - A citation is `file.py:N` or `file.py:N-M`. In a table row, every other `code span` of the row
   must appear in the cited lines. A citation on a line of its own, followed by a ```python block,
-  must match those lines exactly. Anywhere else, the lines must exist.
+  must match those lines exactly. In running text, the line must name what it cites: one of its
+  code spans (a symbol, or a short quoted fragment) must appear in the cited lines.
 - A worked example is a line `Example: tests/test_file.py::test_name`, followed by a table whose
   columns are Step | Code | Value. A row whose Code is a plain new name defines it from its
   Value (a Python literal), and the test file must hold that literal, so the page's inputs are the
@@ -51,6 +52,11 @@ def citations(page):
             yield number, match[1], first, int(match[3] or first), line, lines[number:]
 
 
+def quoted_spans(line):
+    """The code spans of a page's line, other than citations and figure names."""
+    return [s for s in CODE_SPAN.findall(line) if not CITATION.search(s) and not s.startswith("figure:")]
+
+
 def fenced_block(after):
     """The lines of a ```python block that starts on the first non-blank line of `after`, or None."""
     rest = [line for line in after]
@@ -71,9 +77,12 @@ def test_every_citation_quotes_its_lines(page):
         if block is not None:
             assert block == code, f"{where}: the code block differs from those lines"
         elif line.lstrip().startswith("|"):
-            spans = [s for s in CODE_SPAN.findall(line) if not CITATION.fullmatch(s) and not s.startswith("figure:")]
-            for span in spans:
+            for span in quoted_spans(line):
                 assert squash(span) in squash(" ".join(code)), f"{where}: `{span}` is not in those lines"
+        else:  # running text names what it points at, and the cited lines must hold it
+            named = [span for span in quoted_spans(line) if squash(span) in squash(" ".join(code))]
+            assert named, (f"{where}: running text must name what it cites, as a `symbol` or `quoted fragment` "
+                           f"found in those lines")
         checked += 1
     assert checked or page.name == "index.md", f"{page.name} cites no code"
 
