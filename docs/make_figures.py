@@ -5,7 +5,10 @@
 Every figure is computed here from the checkpoint's files, never typed in; the pages quote them
 as `figure:name` and tests/test_docs.py checks each quote against this file. Beside the figures
 it records where they came from: the commit, the sha256 of each checkpoint file and of the
-corpus, the settings the model was trained with, and the library versions.
+corpus, the settings the model was trained with, and the library versions. The figures of the run
+rebuild its data exactly as train.py built it (train.read_corpus, then train.prepare_data, whose
+tokenizer must be the checkpoint's). --checkpoint is a home folder (its top, or the newest whole
+run where the top is not whole) or a run's own folder, runs/<start time>/.
 """
 
 import argparse
@@ -23,9 +26,9 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
+import train  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from train import corpus_windows, read_rows, token_lengths  # noqa: E402
 from transformer import (attention_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
                          layernorm_forward, linear_forward, mlp_forward)
 
@@ -38,6 +41,7 @@ def numbers(values, digits=4):
 
 
 def provenance(folder, meta):
+    """Where the figures came from; folder: the one the model was read from (a run's, where the top was not whole)."""
     corpus = Path(meta["corpus"]["path"])
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
                            capture_output=True, text=True).stdout.strip()
@@ -50,6 +54,7 @@ def provenance(folder, meta):
         "corpus": str(corpus.name),
         "corpus sha256": meta["corpus"]["sha256"],
         "corpus sha256 checked": corpus.is_file() and checkpoint.sha256_of(corpus) == meta["corpus"]["sha256"],
+        "run": meta["run"],
         "trained_at": meta["trained_at"],
         "settings": meta["settings"],
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__},
@@ -68,9 +73,9 @@ def decay_only(model, T, schedule):
 
 
 def learning_rates(model, steps_per_epoch):
-    """The learning rate of every step of the run's schedule, as train.py set it."""
+    """The learning rate of every step of the run's schedule, as train.start_run set its length."""
     s = model.meta["settings"]
-    total = s["epochs"] * steps_per_epoch
+    total = s["max_steps"] or s["epochs"] * steps_per_epoch
     return [lr_schedule(t, total, s["lr_max"], s["lr_min"], s["warmup_steps"]) for t in range(1, total + 1)]
 
 
@@ -151,23 +156,39 @@ def output_figures(model, ids):
     }
 
 
-def training_figures(model, folder, windows, schedule):
-    """The run's figures; windows: the corpus cut exactly as train.py cut it (corpus_windows)."""
-    meta, tokenizer = model.meta, model.tokenizer
+def run_history(model):
+    """The history of every validation of the run, from its resume.json (model.json's ends at the best)."""
+    for folder in (model.folder, model.folder / "runs" / model.meta["run"]):
+        if (folder / "resume.json").is_file():
+            return checkpoint.read_json(folder / "resume.json")["history"]
+    return model.meta["history"]
+
+
+def training_figures(model, corpus, data, schedule):
+    """The run's figures; corpus and data: read and prepared exactly as train.py did (train.read_corpus,
+    train.prepare_data)."""
+    meta, s = model.meta, model.meta["settings"]
     best = min(meta["history"], key=lambda h: h["val_loss"])
-    inputs, _, _, val_targets = windows
-    resumed = checkpoint.read_json(folder / "resume.json") if (folder / "resume.json").is_file() else meta
-    return {
-        "train.epochs": str(len(meta["history"])), "train.steps": f"{meta['steps']:,}",
-        "train.epochs_run": str(len(resumed["history"])),
-        "train.best_epoch": str(best["epoch"]), "train.best.val_loss": f"{best['val_loss']:.4f}",
-        "train.best.val_bpc": f"{best['val_bpc']:.3f}", "train.best.train_loss": f"{best['train_loss']:.4f}",
+    assert best["step"] == meta["best_step"], "model.json's history does not end at its best step"
+    steps_per_epoch = math.ceil(len(data.inputs) / s["batch_size"])
+    targets = data.val_stream[1:]  # what evaluate scores: every validation token after the first
+    figures = {
+        "train.validations": str(len(meta["history"])), "train.validations_run": str(len(run_history(model))),
+        "train.steps": f"{meta['steps']:,}", "train.best_step": f"{best['step']:,}",
+        "train.best.val_loss": f"{best['val_loss']:.4f}", "train.best.val_bpc": f"{best['val_bpc']:.3f}",
+        "train.best.train_loss": f"{best['train_loss']:.4f}",
+        "train.first.step": f"{meta['history'][0]['step']:,}",
         "train.first.val_loss": f"{meta['history'][0]['val_loss']:.4f}",
-        "train.windows": f"{len(inputs):,}", "val.windows": f"{len(val_targets):,}",
-        "train.steps_per_epoch": f"{len(schedule) // meta['settings']['epochs']:,}",
+        "train.tokens": f"{len(train.token_stream(data.tokenizer, corpus.train_text)):,}",
+        "train.windows": f"{len(data.inputs):,}", "val.tokens": f"{len(data.val_stream):,}",
+        "val.full_windows": f"{len(targets) // s['seq_len']:,}", "val.last_window": str(len(targets) % s["seq_len"]),
+        "train.steps_per_epoch": f"{steps_per_epoch:,}",
         "train.total_steps": f"{len(schedule):,}", "train.lr.at_saved_step": f"{schedule[meta['steps'] - 1]:.3e}",
-        "val.chars_per_token": f"{token_lengths(tokenizer)[val_targets].sum() / val_targets.size:.3f}",
+        "val.chars_per_token": f"{data.token_chars[targets].sum() / targets.size:.3f}",
     }
+    if not s["max_steps"]:  # a run in epochs validates at each epoch's end
+        figures["train.best_epoch"] = str(best["step"] // steps_per_epoch)
+    return figures
 
 
 def tokenizer_figures(model):
@@ -189,16 +210,17 @@ def main():
     model = checkpoint.load(folder)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
     s = types.SimpleNamespace(**model.meta["settings"])
-    windows = corpus_windows(model.tokenizer, read_rows(Path(model.meta["corpus"]["path"]), s.corpus_column,
-                                                        s.max_rows), s)
-    schedule = learning_rates(model, math.ceil(len(windows[0]) / s.batch_size))
+    corpus = train.read_corpus(Path(model.meta["corpus"]["path"]), s)
+    data = train.prepare_data(corpus, s)  # learns the tokenizer again, as train.py did: it must be the saved one
+    assert data.tokenizer == model.tokenizer, "the corpus no longer gives the checkpoint's tokenizer"
+    schedule = learning_rates(model, math.ceil(len(data.inputs) / s.batch_size))
     figures = {**embedding_figures(model, ids, schedule), **block_figures(model, ids), **output_figures(model, ids),
-               **training_figures(model, folder, windows, schedule), **tokenizer_figures(model),
+               **training_figures(model, corpus, data, schedule), **tokenizer_figures(model),
                "window.text": model.tokenizer.decode(list(ids)),
                "window.pieces": " · ".join(model.tokenizer.decode([i]) for i in ids)}
-    out = {"provenance": provenance(folder, model.meta), "figures": figures}
+    out = {"provenance": provenance(model.folder, model.meta), "figures": figures}
     (REPO / "docs" / "figures.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote docs/figures.json: {len(figures)} figures from {folder}/")
+    print(f"wrote docs/figures.json: {len(figures)} figures from {model.folder}/")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Bring the pages up to date after code moved or a model was retrained, then let the tests judge.
 
-    python docs/sync_docs.py
+    python docs/sync_docs.py [PAGE.md ...]
+
+Every page of docs/, or only the pages named (a page someone else is editing can be left out).
 
 1. Each `figure:name` | `value` row takes its value from docs/figures.json.
 2. Each citation `file.py:N-M` whose quoted code no longer stands at those lines moves to where
@@ -62,9 +64,10 @@ def refresh_figures(text, figures):
     return FIGURE.sub(lambda m: f"`figure:{m[1]}` | `{figures.get(m[1], m[2])}`", text)
 
 
-def main():
+def main(names):
     figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
-    for page in sorted(DOCS.glob("*.md")):
+    pages = [DOCS / Path(name).name for name in names] or sorted(DOCS.glob("*.md"))
+    for page in pages:
         text = refresh_figures(page.read_text(encoding="utf-8"), figures)
         lines, unplaced = relocate(text.split("\n"))
         new_text = "\n".join(lines)
@@ -76,4 +79,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
