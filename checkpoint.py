@@ -188,11 +188,18 @@ def check_writable(folder):
 
 
 def new_run_folder(home):
-    """A new, empty folder home/runs/<UTC start time>/ for a run."""
+    """A new, empty folder home/runs/<UTC start time>/ for a run, named unlike any run of home, the
+    one whose model is on top included (its folder may be gone, or the model copied from elsewhere)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    on_top = None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        on_top = read_json(Path(home) / "model.json").get("run")
     for attempt in range(1, 1000):
-        folder = Path(home) / "runs" / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        name = stamp if attempt == 1 else f"{stamp}-{attempt}"
+        if name == on_top:
+            continue
         with contextlib.suppress(FileExistsError):
+            folder = Path(home) / "runs" / name
             folder.mkdir(parents=True)
             return folder
     raise ValueError(f"cannot make a run folder in {home}/runs/")
