@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer import BPETokenizer
+from tokenizer import BPETokenizer, split_pieces
 
 
 def merge_pair(ids, pair, new_id):
@@ -124,6 +124,29 @@ def test_encode_matches_the_slow_reference_and_round_trips(text):
     ids = SAMPLE.encode(text)
     assert ids == reference_encode(SAMPLE, text)
     assert SAMPLE.decode(ids) == text
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet="ab \n", max_size=40), num_merges=st.integers(0, 8))
+def test_a_text_learns_and_encodes_in_pieces_that_no_merge_spans(text, num_merges):
+    pieces = split_pieces(text)
+    assert "".join(pieces) == text
+    assert all(not piece.rstrip("\n").count("\n") for piece in pieces)  # one line each, its newlines at the end
+    _, merges, _, seqs = reference_train(pieces, num_merges)
+    tok = BPETokenizer.train([text], num_merges)
+    assert tok.merges == merges  # trained on the pieces of the text
+    assert tok.encode(text) == [i for seq in seqs for i in seq]  # encoded piece by piece, as training left them
+    assert reference_encode(tok, text) == tok.encode(text)  # the merges applied to the whole text: the same
+    assert tok.decode(tok.encode(text)) == text
+
+
+@pytest.mark.parametrize("text, pieces", [
+    ("Ber.\nWho?\n\nFran.", ["Ber.\n", "Who?\n\n", "Fran."]),
+    ("\n\nab\n", ["\n\n", "ab\n"]),
+    ("", []),
+])
+def test_split_pieces_worked_examples(text, pieces):
+    assert split_pieces(text) == pieces
 
 
 UNICODE_ROWS = ["café naïve señor", "東京は晴れです", "emoji 🙂🙂 and 𝄞 clef 🙂🙂",

@@ -108,6 +108,23 @@ def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
     assert "Line 190 of" in corpus.val_text and "Line 190 of" not in corpus.train_text
 
 
+def test_a_whole_txt_file_round_trips_through_its_tokenizer(tmp_path):
+    rng = np.random.default_rng(0)
+    speeches = []
+    for i in range(300):
+        words = " ".join(rng.choice(WORDS, size=rng.integers(3, 12)))
+        speeches.append(f"{'Ber.' if i % 2 else 'Fran.'}\n  {words.capitalize()}, caf\u00e9 \u2014 {i}.  \n")
+    text = "\n".join(speeches) + "\n\n\n   the end, with no newline"
+    path = tmp_path / "play.txt"
+    path.write_text(text, encoding="utf-8")
+    s = tiny_settings(tmp_path, path, num_merges=80)
+    corpus = train.read_corpus(path, s)
+    data = train.prepare_data(corpus, s)
+    ids = data.tokenizer.encode(train.read_text(path))
+    assert data.tokenizer.decode(ids) == text
+    assert data.tokenizer.decode(list(data.val_stream)) == corpus.val_text  # the held-out ids, exactly its text
+
+
 def test_max_rows_says_how_many_rows_are_used_and_zero_uses_all(tmp_path):
     path = write_corpus(tmp_path / "c.csv", rows=300)
     cut = train.read_corpus(path, tiny_settings(tmp_path, path, max_rows=100))
@@ -202,6 +219,28 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_ste
     train.train(s, resume_from=parts)
     for file in ("model.npz", "resume.npz", "losses.csv"):
         assert (whole / file).read_bytes() == (parts / file).read_bytes(), file
+
+
+def test_resume_takes_up_the_latest_run_wherever_it_was_moved_and_refuses_a_finished_one(tmp_path, corpus,
+                                                                                         monkeypatch):
+    s = tiny_settings(tmp_path / "ck", corpus, max_steps=20, eval_interval=10)
+    finished = train.train(s)
+    with pytest.raises(ValueError, match="is finished: it took all 20 steps"):
+        train.resume_settings(s, [])
+    with pytest.raises(SystemExit):
+        train.train(s, stop=StopAt(5))
+    _, folder = train.resume_settings(s, [])
+    assert folder != finished and folder == run_folder(tmp_path / "ck")  # the latest run, the interrupted one
+    moved = tmp_path / "elsewhere" / "my run"
+    moved.parent.mkdir()
+    folder.replace(moved)
+    monkeypatch.chdir(tmp_path)
+    for spelling in (str(moved), "elsewhere/my run", "./elsewhere/../elsewhere/my run"):
+        resumed, found = train.resume_settings(tiny_settings(spelling, corpus), ["--checkpoint", spelling])
+        assert found == Path(spelling) and resumed.max_steps == 20
+    train.main(["--resume", "--checkpoint", "elsewhere/my run"])
+    assert checkpoint.read_json(moved / "resume.json")["step"] == 20
+    assert checkpoint.load(moved).meta["steps"] == 20  # its best model, saved in the folder it was moved to
 
 
 def test_max_steps_fixes_the_run_and_validates_every_eval_interval(tmp_path, corpus):
