@@ -1,19 +1,17 @@
 """Time one full training step of this project against the same model in PyTorch, on the CPU.
 
-Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|large|both] [--reps N]
+Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|book|large|all] [--reps N]
 
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
-on the processes train.py would choose (parallel.processes_for: two at the reference shape, whose
-products hold two slices' worth, one per core at the large), each on a slice of the batch on a core
-of its own. The
-PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
+on the processes train.py would choose (parallel.processes_for: two at the reference and book
+shapes, whose products hold two slices' worth, one per core at the large), each on a slice of the
+batch with one BLAS thread. The PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
 warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
 come from that one run. They alternate in bursts of steps (5 at the reference shape, 1 at the
 large), each burst after a pause of 0.2 s: an idle thread pool spins for a while after its last
 task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on a machine with few
-cores that spinning would otherwise slow whichever side runs next. Our processes poll their pipes
-for at most a millisecond after a step (parallel.SPIN_SECONDS), then sleep.
+cores that spinning would otherwise slow whichever side runs next.
 
 Also printed:
 - minor page faults per step. glibc gives freed heap back to the system when enough of it is
@@ -55,10 +53,11 @@ from transformer import ModelConfig, init_params  # noqa: E402
 
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
     "reference": (16, 16, 32, 2, 2, 128, 575),
+    "book": (12, 64, 128, 4, 1, 512, 573),  # config.RECIPES["book"] on a ~1 MB play: 73 characters + 500 merges
     "large": (32, 128, 256, 4, 4, 1024, 575),
 }
-DEFAULT_REPS = {"reference": 60, "large": 24}  # the large shape drifts by 5% between runs of 10
-BURST = {"reference": 5, "large": 1}  # steps in a row per turn; one turn lasts a few ms at least
+DEFAULT_REPS = {"reference": 60, "book": 40, "large": 24}  # the large shape drifts by 5% between runs of 10
+BURST = {"reference": 5, "book": 2, "large": 1}  # steps in a row per turn; one turn lasts a few ms at least
 SETTLE_SECONDS = 0.2  # pause before each turn, for the other side's idle threads to stop spinning
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, (0.9, 0.999), 1e-8, 0.01, 1.0
 
@@ -266,7 +265,7 @@ def bench(shape, reps, warmup):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=[*SHAPES, "both"], default="both")
+    parser.add_argument("--shape", choices=[*SHAPES, "all"], default="all")
     parser.add_argument("--reps", type=int, default=None, help="timed steps per side (default 60 reference, 24 large)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
     parser.add_argument("--child", choices=list(STEP_FNS), help=argparse.SUPPRESS)
@@ -280,7 +279,7 @@ def main():
     blas_vars = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if name in os.environ}
     print(f"BLAS environment: {blas_vars or 'none of OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, *_NUM_THREADS set'}")
-    for shape in SHAPES if args.shape == "both" else [args.shape]:
+    for shape in SHAPES if args.shape == "all" else [args.shape]:
         bench(shape, args.reps or DEFAULT_REPS[shape], args.warmup)
 
 
