@@ -243,6 +243,15 @@ def test_resume_takes_up_the_latest_run_wherever_it_was_moved_and_refuses_a_fini
     assert checkpoint.load(moved).meta["steps"] == 20  # its best model, saved in the folder it was moved to
 
 
+def test_progress_off_a_terminal_is_plain_lines_not_redraws(tmp_path, corpus, capsys, monkeypatch):
+    monkeypatch.setattr(train, "LOG_SECONDS", 0.0)  # a line at every step, where it would be one every 10 s
+    train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=12, eval_interval=6))
+    progress = capsys.readouterr().err  # captured: not a terminal
+    assert "\r" not in progress and "\033" not in progress
+    lines = progress.splitlines()
+    assert len(lines) >= 10 and all(line.startswith("step ") and "tok/s" in line and "to go" in line for line in lines)
+
+
 def test_max_steps_fixes_the_run_and_validates_every_eval_interval(tmp_path, corpus):
     run = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=25, eval_interval=10))
     progress = checkpoint.read_json(run / "resume.json")
