@@ -120,6 +120,20 @@ def test_ctrl_c_is_left_to_the_process_that_trains_and_close_stops_the_workers(t
     assert loss == pytest.approx(loss_and_grads(tiny_params, *tiny_batch, tiny_cfg)[0], abs=1e-14)
 
 
+def test_a_message_is_received_whether_it_comes_while_polling_or_after():
+    import multiprocessing
+    ours, theirs = multiprocessing.Pipe()
+    theirs.send("waiting already")
+    assert parallel.received(ours) == "waiting already"
+    late = threading.Timer(10 * parallel.SPIN_SECONDS, theirs.send, args=("after the polling",))
+    late.start()  # comes once received has stopped polling and gone to sleep on the pipe
+    assert parallel.received(ours) == "after the polling"
+    late.join()
+    theirs.close()
+    with pytest.raises(EOFError):  # the other end closed: what ends a worker's loop
+        parallel.received(ours)
+
+
 def test_matmul_flops_of_the_reference_shape():
     # N = 256, C = 32, F = 128, V = 575, hs = 16, 32 heads of T = 16. Per block, forward:
     # QKV 2*256*32*96 = 1,572,864; scores and attn @ V 2 * (2*32*16*16*16) = 524,288;
@@ -139,7 +153,10 @@ def test_processes_follow_the_work_per_slice():
 
 
 def test_a_blas_that_cannot_be_held_to_one_thread_trains_on_one_process(monkeypatch):
-    monkeypatch.setattr(parallel, "threadpool_info", lambda: [{"user_api": "openmp", "num_threads": 2}])
+    class OnlyOpenMP:
+        def info(self):
+            return [{"user_api": "openmp", "num_threads": 2}]
+    monkeypatch.setattr(parallel, "thread_pools", OnlyOpenMP)
     assert parallel.processes_for(LARGE, 32, 128, available=2) == 1
 
 
