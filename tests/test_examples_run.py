@@ -71,7 +71,6 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
                                    "training")
     assert len(inputs) == 10
     # the order of epoch e is a permutation seeded with (seed, e) = (42, e)
-    assert np.random.default_rng([42, 0]).permutation(10).tolist() == [5, 6, 0, 7, 3, 2, 4, 9, 1, 8]
     expected = []
     for epoch in range(2):
         order = np.random.default_rng([42, epoch]).permutation(10)
