@@ -433,10 +433,8 @@ def start_run(s, cfg, data, home, resume_from, corpus_sha256):
     opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
     steps_per_epoch = math.ceil(len(data.inputs) / s.batch_size)
     total_steps = s.max_steps or s.epochs * steps_per_epoch
-    if resume_from is None:
-        checkpoint.check_writable(home)
-        run = Run(checkpoint.new_run_folder(home), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
-        return run
+    if resume_from is None:  # (checkpoint.locked has found home writable)
+        return Run(checkpoint.new_run_folder(home), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
     saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
     if progress["corpus_sha256"] != corpus_sha256:
         raise ValueError(f"the corpus {s.corpus_path} changed since the run in {resume_from}/ was interrupted; "
