@@ -127,7 +127,7 @@ def test_bits_per_character_of_a_uniform_model():
     # 2 * 2.8074 / 5 = 1.1229. (Counted from the inputs [0, 6] it would be 2 * 2.8074 / 5 too: the
     # stream [5, 6, 3] below tells them apart, as its inputs spell 6 characters.)
     tok = BPETokenizer.train(["aaabdaaabac"], 10)
-    token_chars = np.array([len(tok.decode([i])) for i in range(tok.vocab_size)])
+    token_chars = train.token_lengths(tok)
     assert token_chars.tolist() == [1, 1, 1, 1, 2, 2, 4]
     cfg = ModelConfig(7, 4, 4, 2, 1, 8, 1e-5)
     params = zeros_like(init_params(cfg, np.random.default_rng(0)))

@@ -92,6 +92,7 @@ def test_txt_corpus_is_the_exact_text(tmp_path):
 
 def test_txt_split_holds_out_the_end_from_a_line_start_and_drops_nothing():
     assert train.split_text("ab\ncd\nef\ngh\n", 0.4) == ("ab\ncd\nef\n", "gh\n")
+    assert train.split_text("ab\ncd\nef\n", 2 / 3) == ("ab\n", "cd\nef\n")  # the cut falls right after a line's end
     text = "".join(f"line {i}\n" + "\n" * (i % 3) for i in range(100))
     train_text, val_text = train.split_text(text, 0.1)
     assert train_text + val_text == text
