@@ -139,6 +139,8 @@ def embed_forward(params, ids, start=0):  # (..., T) ints -> (..., T, C); start:
     return params["tok_emb"][ids] + params["pos_emb"][start: start + ids.shape[-1]]
 
 
+# Measured alone, the flat np.add.at: +0.1 to +5.4% of a reference training step, +2% of a book step; all eight
+# speed tricks together: +25% and +9% (docs/12-performance.md)
 def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
     T, C = dX0.shape[-2:]
     # grads["tok_emb"][ids[t]] += dX0[t], once for every t. np.add.at is four times faster on a
@@ -152,6 +154,8 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 # ---------------------------------------------------------------------------------------------
 # Sums over the last axis (row_sum) and over the rows (column_sum), as products with vectors of ones.
 
+# Measured alone, these sums: layer norm +4 to +9%, linear_backward -1 to +8% of a reference training step, +2%
+# and +1% of a book step; all eight speed tricks together: +25% and +9% (docs/12-performance.md)
 def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """The sum over the last axis of one array, or of the product of two, without making the product.
 
@@ -241,6 +245,7 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
 # ---------------------------------------------------------------------------------------------
 # Causal multi-head self-attention.
 
+# Measured alone: +2.9 to +5.1% of a reference training step, 0 to +1% of a book step; all tricks: +25%, +9%
 @functools.lru_cache(maxsize=None)
 def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S positions
     """0 where query t may see key s (s <= t, counting both in positions), -inf where s is later.
@@ -252,6 +257,7 @@ def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S po
     return mask
 
 
+# Measured alone: +9 to +10% of a reference training step, +2% of a book step
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""
@@ -311,6 +317,7 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
 SMALLEST_ROW_SUM = 2.0 ** -64
 
 
+# Measured alone: -2.7 to +1.3% of a reference training step, +2% of a book step; all tricks: +25%, +9%
 def shifted_exps(x):  # (..., n) -> exp(x - shift) (..., n), its row sums (..., 1), shift; x is kept
     """The shift is the largest entry of all of x, one number: subtracting a number is three times
     faster in numpy than subtracting each row's largest, and a row's largest is slow to find when
@@ -359,6 +366,7 @@ GELU_CUBIC = 0.044715
 # forward works in place in two buffers, which end as y and dy/dx: each extra temporary of that
 # size costs as much as a line of the arithmetic.
 
+# Measured alone: +3.8 to +5.7% of a reference training step, +14 to +15% of a book step
 def gelu_forward(x):  # (...) -> (...)
     x_squared = x * x
     tanh_u = x_squared * (GELU_SCALE * GELU_CUBIC)
@@ -435,6 +443,7 @@ def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: grad
 # ---------------------------------------------------------------------------------------------
 # Softmax and cross-entropy, fused: the gradient on the logits is (probs - onehot) / N.
 
+# Measured alone: +3.5 to +6.9% of a reference training step, +3% of a book step
 def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
     exps, sum_exp, shift = shifted_exps(logits)
     # -log softmax(logits)[target] = log(sum_j exp(logits_j - shift)) + shift - logits[target]
