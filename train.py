@@ -285,20 +285,21 @@ def validation_due(run, s):
 
 
 def train_step(run, parallel, data, cfg, s):
-    """One optimizer step on the next batch of windows; returns its loss."""
+    """One optimizer step on the next batch of windows; returns its loss and learning rate."""
     epoch, index = divmod(run.step, run.steps_per_epoch)
     if run.order[0] != epoch:  # each epoch visits every window once, in an order of its own
         run.order = epoch, np.random.default_rng([s.seed, epoch]).permutation(len(data.inputs))
     batch = run.order[1][index * s.batch_size: (index + 1) * s.batch_size]
-    with np.errstate(all="ignore"):  # a diverging run is caught below, in one line, not in warnings
+    with np.errstate(all="ignore"):  # a diverging run is caught here, in one line, not in numpy's warnings
         loss, grads = parallel.loss_and_grads(run.params, data.inputs[batch], data.targets[batch], cfg)
         norm = clip_grad_norm(grads, s.grad_clip)
-    if not (math.isfinite(loss) and math.isfinite(norm)):
-        raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {run.step + 1}")
-    run.step += 1
-    run.opt.step(run.params, grads, lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min, s.warmup_steps))
+        if not (math.isfinite(loss) and math.isfinite(norm)):
+            raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {run.step + 1}")
+        run.step += 1
+        lr = lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min, s.warmup_steps)
+        run.opt.step(run.params, grads, lr)
     run.step_losses.append(loss)
-    return loss
+    return loss, lr
 
 
 class Diverged(ValueError):
@@ -462,9 +463,8 @@ def run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop):
     try:
         with DataParallel(processes) as parallel:
             while run.step < run.total_steps:
-                loss = train_step(run, parallel, data, cfg, s)
-                progress.update(run.step, loss, lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min,
-                                                            s.warmup_steps))
+                loss, lr = train_step(run, parallel, data, cfg, s)
+                progress.update(run.step, loss, lr)
                 if validation_due(run, s):
                     end_validation(run, s, cfg, data, corpus_info, processes, progress)
                     save_progress(run, corpus_sha256, s)
