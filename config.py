@@ -132,13 +132,13 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
-def parser(description, names=None):
+def parser(description, names=None, helps=None):
     """A command-line parser with one `--name value` option per setting (those in names, or all),
-    typed by its default."""
+    typed by its default; its help is the setting's comment here, or helps[name] where given."""
     p = _OneLineParser(description=description, allow_abbrev=False,
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     group = p.add_argument_group("settings (defaults from config.py)")
-    notes = comments()
+    notes = {**comments(), **(helps or {})}
     for name, value in defaults().items():
         if names is None or name in names:
             group.add_argument(f"--{name}", type=type(value), default=value,

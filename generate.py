@@ -115,7 +115,9 @@ SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tok
 def sampling_parser(description):
     """The command line both sampling scripts read: the settings of config.py that sampling uses and
     the three options below; a training setting (--epochs) is refused as an unknown option."""
-    p = config.parser(description, SAMPLING_SETTINGS)
+    p = config.parser(description, SAMPLING_SETTINGS, {
+        "seed": "seeds the random draws of the sampling: the same seed and prompt give the same text",
+        "checkpoint": "the folder to read the model from: a home folder (its latest good model) or one run's folder"})
     group = p.add_argument_group("what the model reads, and where it stops")
     group.add_argument("--window", type=int, default=0, metavar="INT",
                        help="tokens the model reads: the last INT of the prompt and what it has written so far, "

@@ -238,6 +238,8 @@ def test_help_lists_exactly_the_sampling_options(script):
     assert result.returncode == 0, result.stderr
     assert set(re.findall(r"--\w+", result.stdout)) == SAMPLING_OPTIONS
     assert ("positional arguments:\n  prompt " in result.stdout) == (script == "generate.py")
+    words = " ".join(result.stdout.split())  # as read, without the help's line breaks
+    assert "the same seed and prompt give the same text" in words and "initial weights" not in words  # sampling's seed
 
 
 @pytest.mark.parametrize("script, prompt", [("generate.py", ["the cat"]), ("talk.py", [])])
