@@ -307,7 +307,7 @@ class Diverged(ValueError):
 
 
 def validate(run, data, cfg, s):
-    """Score the held-out text, record it, and say so; returns the new history entry."""
+    """Score the held-out text and record it in the history; returns the new entry."""
     started = time.perf_counter()
     val_loss, val_bpc = evaluate(run.params, cfg, data.val_stream, s.seq_len, data.token_chars, s.eval_tokens, s.seed)
     since = run.history[-1]["step"] if run.history else 0
