@@ -139,23 +139,19 @@ def embed_forward(params, ids, start=0):  # (..., T) ints -> (..., T, C); start:
     return params["tok_emb"][ids] + params["pos_emb"][start: start + ids.shape[-1]]
 
 
-# Measured alone, the flat np.add.at: +0.1 to +5.4% of a reference training step, +2% of a book step; all eight
-# speed tricks together: +25% and +9% (docs/12-performance.md)
 def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
     T, C = dX0.shape[-2:]
-    # grads["tok_emb"][ids[t]] += dX0[t], once for every t. np.add.at is four times faster on a
-    # 1-D target, so it adds number by number into the flat table, where entry [id, c] is id * C + c
-    flat_index = ids.reshape(-1, 1) * C + np.arange(C)  # (N, C): where each number of dX0 goes
-    assert grads["tok_emb"].flags.c_contiguous, "the token gradient must be contiguous: its flat view is added into"
-    np.add.at(grads["tok_emb"].reshape(-1), flat_index.reshape(-1), dX0.reshape(-1))
+    # grads["tok_emb"][ids[t]] += dX0[t], once for every t: np.add.at adds a repeated id's rows one by
+    # one, where grads["tok_emb"][ids] += dX0 would keep only the last of them
+    np.add.at(grads["tok_emb"], ids.reshape(-1), dX0.reshape(-1, C))
     grads["pos_emb"][:T] += dX0.reshape(-1, T, C).sum(axis=0)  # rows from T on keep a gradient of 0
 
 
 # ---------------------------------------------------------------------------------------------
-# Sums over the last axis (row_sum) and over the rows (column_sum), as products with vectors of ones.
+# Sums over the last axis, as products with a vector of ones.
 
-# Measured alone, these sums: layer norm +4 to +9%, linear_backward -1 to +8% of a reference training step, +2%
-# and +1% of a book step; all eight speed tricks together: +25% and +9% (docs/12-performance.md)
+# Measured: the layer norm with these sums, in place, makes a book training step 18% faster than written
+# with .mean(axis=-1) (a reference step 4%; docs/12-performance.md)
 def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """The sum over the last axis of one array, or of the product of two, without making the product.
 
@@ -169,15 +165,6 @@ def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
         return (x @ ones(x.shape[-1], x.dtype))[..., None]
     a, b = factors
     return np.vecdot(a, b)[..., None]
-
-
-def column_sum(x):  # (..., n) -> (n,)
-    """The sum of each column over all rows, as a product with a vector of ones, like row_sum.
-
-    Example: column_sum(np.array([[1., 2.], [3., 4.]])) -> [4., 6.]
-    """
-    rows = x.reshape(-1, x.shape[-1])
-    return ones(len(rows), rows.dtype) @ rows
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,7 +193,7 @@ def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n
     n_in, n_out = W.shape
     dout_rows = dout.reshape(-1, n_out)  # (..., n_out) -> (N, n_out)
     dW = x.reshape(-1, n_in).T @ dout_rows  # dL/dW_ij = sum over rows of x_i * dout_j
-    db = column_sum(dout_rows)
+    db = dout_rows.sum(axis=0)
     dx = dout_rows @ W.T  # (N, n_out) @ (n_out, n_in) -> (N, n_in)
     return dx.reshape(*x.shape), dW, db
 
@@ -229,7 +216,7 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     xhat, rstd, gain = cache
     C = xhat.shape[-1]
     dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
-    dshift = column_sum(dout)
+    dshift = dout.reshape(-1, C).sum(axis=0)
     dx = dout * gain  # dxhat, turned into dx in place
     # xhat depends on x directly and through the mean and the variance; the two means below are
     # those two paths: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
@@ -245,35 +232,26 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
 # ---------------------------------------------------------------------------------------------
 # Causal multi-head self-attention.
 
-# Measured alone: +2.9 to +5.1% of a reference training step, 0 to +1% of a book step; all tricks: +25%, +9%
-@functools.lru_cache(maxsize=None)
 def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S positions
-    """0 where query t may see key s (s <= t, counting both in positions), -inf where s is later.
-
-    Made once for each (T, S, dtype) and kept, read-only, since every step asks for the same one.
-    """
-    mask = np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
-    mask.flags.writeable = False
-    return mask
+    """0 where query t may see key s (s <= t, counting both in positions), -inf where s is later."""
+    return np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
 
 
-# Measured alone: +9 to +10% of a reference training step, +2% of a book step
+# Measured: the heads, dq, dk and dv written in place with out= make a book training step 16% faster
+# (a reference step 3%; docs/12-performance.md)
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""
     B, T, C = x.shape
     hs = C // num_heads
-    # Q, K, V = x Wq + bq, x Wk + bk, x Wv + bv, as one product with the three matrices side by side.
-    # The scores are q k^T / sqrt(hs): dividing Wq and bq by sqrt(hs) here gives q already divided,
-    # for C * C numbers of work instead of a pass over all B * nh * T * S scores
-    scale = 1.0 / math.sqrt(hs)
-    W_qkv = np.concatenate([p["Wq"] * scale, p["Wk"], p["Wv"]], axis=1)  # (C, 3C)
-    b_qkv = np.concatenate([p["bq"] * scale, p["bk"], p["bv"]])
+    # Q, K, V = x Wq + bq, x Wk + bk, x Wv + bv, as one product with the three matrices side by side
+    W_qkv = np.concatenate([p["Wq"], p["Wk"], p["Wv"]], axis=1)  # (C, 3C)
+    b_qkv = np.concatenate([p["bq"], p["bk"], p["bv"]])
     qkv, qkv_cache = linear_forward(x, W_qkv, b_qkv)  # (B, T, 3C)
-    q, k, v = qkv.reshape(B, T, 3, num_heads, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs); q is scaled
+    q, k, v = qkv.reshape(B, T, 3, num_heads, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
     if past is not None:
         k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, nh, S, hs)
-    scores = q @ k.swapaxes(-1, -2)  # (B, nh, T, S); S = T without a past
+    scores = q @ k.swapaxes(-1, -2) / math.sqrt(hs)  # (B, nh, T, S); S = T without a past
     scores += causal_mask(T, k.shape[2], x.dtype)  # each position sees itself and earlier ones only
     attn = softmax(scores)  # (B, nh, T, S), each row sums to 1
     # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concatenates them
@@ -292,65 +270,31 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     # heads = attn @ v gives dattn = dheads @ v^T, and attn = softmax(scores) gives dscores
     # masked entries have attn = 0, so softmax_backward gives them dscores = 0
     dscores = softmax_backward(dheads @ v.swapaxes(-1, -2), attn)  # (B, nh, T, T)
+    dscores /= math.sqrt(hs)  # scores = q k^T / sqrt(hs): q k^T gets dscores / sqrt(hs)
     # dq, dk and dv are written straight into one (B, T, 3C) array, through the same views the
     # forward took q, k and v from, rather than computed apart and then copied together
     dqkv = np.empty((B, T, 3, nh, hs), dtype=q.dtype)
     dq, dk, dv = dqkv.transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
     np.matmul(attn.swapaxes(-1, -2), dheads, out=dv)  # heads = attn @ v
-    np.matmul(dscores, k, out=dq)  # scores = q @ k^T, with the scaled q
+    np.matmul(dscores, k, out=dq)  # from q k^T, with the dscores divided above
     np.matmul(dscores.swapaxes(-1, -2), q, out=dk)
     dx, dW_qkv, db_qkv = linear_backward(dqkv.reshape(B, T, 3 * nh * hs), qkv_cache)  # (B, T, 3C)
     dWq, dWk, dWv = dW_qkv.reshape(-1, 3, nh * hs).transpose(1, 0, 2)  # (C, 3C) -> 3 x (C, C)
     dbq, dbk, dbv = db_qkv.reshape(3, nh * hs)
-    # the product used Wq * scale and bq * scale: their gradients are scale times the ones it saw
-    scale = 1.0 / math.sqrt(hs)
-    dWq *= scale
-    dbq *= scale
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
 
 
 # Softmax, here and in the loss, does not change when every entry of a row moves by the same
-# amount. Moving all of them down by the largest entry makes every exp at most 1, so none overflows.
-
-# A row's exps sum to at least its largest, exp(its largest entry - shift). Under 2^-64 that entry
-# lies more than 44 below the shift, near where float32's exps lose digits and then become 0 (-87)
-SMALLEST_ROW_SUM = 2.0 ** -64
-
-
-# Measured alone: -2.7 to +1.3% of a reference training step, +2% of a book step; all tricks: +25%, +9%
-def shifted_exps(x):  # (..., n) -> exp(x - shift) (..., n), its row sums (..., 1), shift; x is kept
-    """The shift is the largest entry of all of x, one number: subtracting a number is three times
-    faster in numpy than subtracting each row's largest, and a row's largest is slow to find when
-    rows are short. Only if some row lies so far below it that its exps underflow (its sum falls
-    under SMALLEST_ROW_SUM, where 0 / 0 looms) is each row shifted by its own largest entry.
-    Example: shifted_exps(np.array([[0., 1.], [1., 2.]])) -> exp([[-2, -1], [-1, 0]]), [[0.50], [1.37]], 2.0
-    """
-    shift = x.max()
-    exps, row_sums = exps_after(x, shift)
-    if row_sums.min() < SMALLEST_ROW_SUM:
-        shift = x.max(axis=-1, keepdims=True)  # (..., 1)
-        exps, row_sums = exps_after(x, shift)
-    return exps, row_sums, shift
-
-
-def exps_after(x, shift):  # (..., n), a number or (..., 1) -> exp(x - shift) (..., n), row sums (..., 1)
-    exps = x - shift
-    np.exp(exps, out=exps)
-    return exps, row_sum(exps)
-
+# amount. Moving each row down by its own largest entry makes every exp at most 1, so none overflows.
 
 def softmax(x):  # (..., n) -> (..., n), over the last axis
-    probs, row_sums, _ = shifted_exps(x)
-    probs *= 1.0 / row_sums  # one division per row, then a product per entry: faster than a division each
-    return probs
+    exps = np.exp(x - x.max(axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
 
 
-def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n); overwrites dout
+def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
     # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
-    dx = dout
-    dx -= row_sum(dout, probs)
-    dx *= probs
-    return dx
+    return probs * (dout - (dout * probs).sum(axis=-1, keepdims=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +310,7 @@ GELU_CUBIC = 0.044715
 # forward works in place in two buffers, which end as y and dy/dx: each extra temporary of that
 # size costs as much as a line of the arithmetic.
 
-# Measured alone: +3.8 to +5.7% of a reference training step, +14 to +15% of a book step
+# Measured: a book training step 20% faster than GELU in three lines (a reference step 3%; docs/12-performance.md)
 def gelu_forward(x):  # (...) -> (...)
     x_squared = x * x
     tanh_u = x_squared * (GELU_SCALE * GELU_CUBIC)
@@ -443,9 +387,13 @@ def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: grad
 # ---------------------------------------------------------------------------------------------
 # Softmax and cross-entropy, fused: the gradient on the logits is (probs - onehot) / N.
 
-# Measured alone: +3.5 to +6.9% of a reference training step, +3% of a book step
+# Measured: exps scaled in place make a book training step 8% faster than probs and dlogits made anew
+# (a reference step 4%; docs/12-performance.md)
 def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
-    exps, sum_exp, shift = shifted_exps(logits)
+    shift = logits.max(axis=-1, keepdims=True)  # (N, 1): each row's largest logit becomes 0, so no exp overflows
+    exps = logits - shift
+    np.exp(exps, out=exps)
+    sum_exp = exps.sum(axis=-1, keepdims=True)  # (N, 1)
     # -log softmax(logits)[target] = log(sum_j exp(logits_j - shift)) + shift - logits[target]
     target_logits = logits[np.arange(len(targets)), targets][:, None]  # (N, 1)
     loss = np.mean(np.log(sum_exp) + shift - target_logits)
