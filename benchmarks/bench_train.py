@@ -17,9 +17,11 @@ Also printed:
 - minor page faults per step. glibc gives freed heap back to the system when enough of it is
   free at the top, and memory it has given back is faulted in (and zeroed) again when next used:
   how often that happens depends on the whole process's allocation history, so the two sides,
-  sharing one heap above, can change each other's figures. The two are therefore also timed each
-  in a fresh process of its own (as a person training with either would run it), still
-  alternating step for step: the parent tells one process, then the other, to take a step;
+  sharing one heap above, can change each other's figures: our DataParallel calls
+  parallel.keep_freed_memory, which makes glibc keep freed memory for the whole process, torch's
+  steps in it included. The two are therefore also timed each in a fresh process of its own (as a
+  person training with either would run it), still alternating step for step: the parent tells
+  one process, then the other, to take a step;
 - the step's matmul FLOPs, counted from the shapes (forward + backward of every linear layer and
   of the two attention products), and the rate this project reaches on them, next to NumPy's own
   float32 matmul rate on a 1024 x 1024 @ 1024 x 1024 product measured in the same run;
