@@ -199,3 +199,19 @@ def test_forward_with_past_refuses_to_run_past_the_position_table(tiny_cfg, tiny
 def test_causal_mask_for_queries_that_follow_cached_positions():
     assert np.array_equal(causal_mask(2, 4, np.float64), [[0, 0, 0, -np.inf], [0, 0, 0, 0]])
     assert np.array_equal(causal_mask(3, 3, np.float64), np.triu(np.full((3, 3), -np.inf), k=1))
+
+
+def test_flat_buffer_refuses_tensors_of_different_buffers_and_a_part_of_one():
+    first = pack({"a": np.ones(2), "b": np.zeros(3)})
+    second = pack({"a": np.ones(2), "b": np.zeros(3)})
+    with pytest.raises(AssertionError, match="these tensors do not share one buffer"):
+        flat_buffer({"a": first["a"], "b": second["b"]})
+    with pytest.raises(AssertionError, match="the buffer holds more than these tensors"):
+        flat_buffer({"a": first["a"]})  # b's 3 numbers are in the buffer too: a step on this would miss them
+
+
+def test_zeros_like_keeps_the_dtype_names_and_shapes():
+    params = pack({"W": np.ones((2, 3)), "b": np.ones(3)}, np.float32)
+    zeros = zeros_like(params)
+    assert list(zeros) == ["W", "b"] and zeros["W"].shape == (2, 3) and zeros["b"].shape == (3,)
+    assert flat_buffer(zeros).dtype == np.float32 and not flat_buffer(zeros).any()
