@@ -70,7 +70,7 @@ def test_windows_stride_2():
 
 def test_windows_need_seq_len_plus_one_tokens():
     assert len(train.make_windows(np.arange(4), seq_len=3, stride=1, what="test")[0]) == 1
-    with pytest.raises(ValueError, match="fewer than one window"):
+    with pytest.raises(ValueError, match=r"3 tokens, fewer than one window of seq_len \+ 1 = 4"):
         train.make_windows(np.arange(3), seq_len=3, stride=1, what="test")
 
 
@@ -98,6 +98,13 @@ def test_txt_split_holds_out_the_end_from_a_line_start_and_drops_nothing():
     assert train_text + val_text == text
     assert 0.08 < len(val_text) / len(text) < 0.12
     assert train_text.endswith("\n") and not val_text.startswith("\n")  # a line and its blank lines stay together
+
+
+def test_txt_split_at_its_edges():
+    assert train.split_text("\nabc", 0.9) == ("\n", "abc")  # a line that starts at character 1
+    for text, val_fraction in (("abc", 0.9), ("abc", 0.0)):  # no line start: the cut at 0, or at the very end
+        with pytest.raises(ValueError, match="3 characters cannot be split into training and validation text"):
+            train.split_text(text, val_fraction)
 
 
 def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
@@ -154,6 +161,16 @@ def test_evaluate_on_a_seeded_choice_of_windows(tiny_cfg, tiny_params):
     chosen = train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=12, seed=3)
     assert chosen == train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=12, seed=3)
     assert chosen != train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars)
+
+
+def test_evaluate_chooses_whole_windows_only_when_max_tokens_is_fewer_than_the_tokens(tiny_cfg, tiny_params):
+    stream = np.array([1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 6])  # 10 targets: windows of 4, 4, then the last 2
+    token_chars = np.ones(7, dtype=int)
+    every = train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars)
+    assert train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=10) == every  # all 10: every one
+    one = train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=1)
+    assert one == train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=4)  # at least one window
+    assert one != train.evaluate(tiny_params, tiny_cfg, stream, 4, token_chars, max_tokens=8) != every  # two windows
 
 
 # --- training ---------------------------------------------------------------------------------
