@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer import BPETokenizer, split_pieces
+from tokenizer import RETRAIN, BPETokenizer, split_pieces
 
 
 def merge_pair(ids, pair, new_id):
@@ -186,7 +186,7 @@ def test_training_stops_when_no_pair_occurs_twice():
 
 
 def test_bad_training_arguments():
-    with pytest.raises(TypeError, match="list of rows"):
+    with pytest.raises(TypeError, match="^texts must be a list of rows, not one string$"):
         BPETokenizer.train("abab", num_merges=1)
     with pytest.raises(ValueError, match="-1"):
         BPETokenizer.train(["abab"], num_merges=-1)
@@ -259,6 +259,27 @@ def test_load_explains_what_is_wrong_with_a_file(tmp_path, text, problem):
         BPETokenizer.load(path)
     message = str(caught.value)
     assert str(path) in message and problem in message and "python train.py" in message
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[1, 2]", "holds JSON that is not an object, so it is not a saved tokenizer"),
+    (valid_file(format="gpt2-bpe"), "is not a tokenizer of this project (its format is 'gpt2-bpe', not 'numpy-gpt-bpe')"),
+    (valid_file(alphabet="ab"), "has no alphabet list"),
+    (valid_file(merges={"0": 1}), "has no merges list"),
+])
+def test_load_says_the_file_then_its_problem_then_what_to_do(tmp_path, text, problem):
+    path = tmp_path / "model.tok.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        BPETokenizer.load(path)
+    assert str(caught.value) == f"{path} {problem}; {RETRAIN}"
+
+
+def test_tokenizers_are_equal_only_with_the_same_alphabet_and_merges():
+    tok = BPETokenizer(["a", "b"], [(0, 1)])
+    assert tok == BPETokenizer(["a", "b"], [(0, 1)])
+    assert tok != BPETokenizer(["a", "b"], [])  # the same alphabet, other merges
+    assert tok != BPETokenizer(["a", "c"], [(0, 1)])  # the same merges, another alphabet
 
 
 def test_the_valid_file_above_loads(tmp_path):
