@@ -141,6 +141,10 @@ def main():
     parser.add_argument("--text", choices=list(TEXTS), default="shakespeare")
     parser.add_argument("--baseline", action="store_true", help="also train nanoGPT's CPU recipe in PyTorch")
     args, extra = parser.parse_known_args()
+    if args.file and not Path(args.file).is_file():
+        print(f"bench_text.py: {args.file} is not a file; train.py's settings are written --name=value, "
+              f"as in --max_steps=900", file=sys.stderr)
+        sys.exit(2)
     path = Path(args.file) if args.file else fetch(args.text)
     print(f"{path.name}: {len(path.read_text(encoding='utf-8')):,} characters; "
           f"recipe book {config.RECIPES['book']} {' '.join(extra)}")
