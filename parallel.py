@@ -255,7 +255,7 @@ def keep_freed_memory():
 # the worker's for its slice, and this process's for the answer. So each side polls its pipe for up
 # to this long before it sleeps, as OpenBLAS's own threads spin before they sleep. Measured on 2
 # cores, a whole step against sleeping at once: 7-8% faster at the reference shape, 0.3% at the book
-# recipe's. (Pinning each process to a core gave -2% to +2% at either shape, so it is gone.)
+# recipe's. (Pinning each process to a core gave -2.1% to +2.4% at either shape, so it is gone.)
 SPIN_SECONDS = 0.001
 
 
