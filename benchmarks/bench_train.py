@@ -1,6 +1,6 @@
 """Time one full training step of this project against the same model in PyTorch, on the CPU.
 
-Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|book|large|all] [--reps N]
+Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|book|large|all] [--reps N] [--one-core]
 
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
 on the processes train.py would choose (parallel.processes_for: two at the reference and book
@@ -12,6 +12,10 @@ come from that one run. They alternate in bursts of steps (5 at the reference sh
 large), each burst after a pause of 0.2 s: an idle thread pool spins for a while after its last
 task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on a machine with few
 cores that spinning would otherwise slow whichever side runs next.
+
+With --one-core both sides are held to one core: ours in one process (no workers) with one BLAS
+thread, PyTorch with torch.set_num_threads(1). That splits the ratio in two: how much work each
+side spends on a step, and how much each gains from the other cores.
 
 Also printed:
 - minor page faults per step. glibc gives freed heap back to the system when enough of it is
@@ -50,7 +54,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from optim import Adam, clip_grad_norm  # noqa: E402
-from parallel import DataParallel, cores, matmul_flops, processes_for  # noqa: E402
+from parallel import DataParallel, cores, matmul_flops, one_blas_thread, processes_for  # noqa: E402
 from transformer import ModelConfig, init_params  # noqa: E402
 
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
@@ -74,10 +78,13 @@ def make_problem(shape):
     return cfg, params, ids, np.roll(ids, -1, axis=1)
 
 
-def numpy_step_fn(cfg, params, ids, targets):
-    """A function that takes one training step of this project, on as many processes as train.py would."""
+def numpy_step_fn(cfg, params, ids, targets, one_core=False):
+    """A function that takes one training step of this project, on as many processes as train.py would
+    (one_core: on this one, with one BLAS thread, for as long as this process lives)."""
     opt = Adam(params, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
-    parallel = DataParallel(processes_for(cfg, *ids.shape))
+    if one_core:
+        one_blas_thread()  # the limit holds until it is restored, which nothing here does
+    parallel = DataParallel(1 if one_core else processes_for(cfg, *ids.shape))
     latest = {}  # the gradients live on until the next step replaces them, as in train.py's loop
 
     def step():
@@ -98,9 +105,12 @@ def import_torch():
     return torch, torch_gpt
 
 
-def torch_step_fn(cfg, params, ids, targets):
-    """A function that takes one training step of the PyTorch mirror, on its own copy of params."""
+def torch_step_fn(cfg, params, ids, targets, one_core=False):
+    """A function that takes one training step of the PyTorch mirror, on its own copy of params
+    (one_core: on one thread)."""
     torch, torch_gpt = import_torch()
+    if one_core:
+        torch.set_num_threads(1)
     tparams = torch_gpt.to_torch(params)
     opt = torch_gpt.adamw(tparams, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY)
     tids, ttargets = torch.tensor(ids), torch.tensor(targets)
@@ -148,8 +158,9 @@ def alternate(timed_steps, reps, warmup, burst):
 class StepProcess:
     """One side's training step in a fresh process of its own, stepped on request from this one."""
 
-    def __init__(self, shape, side):
+    def __init__(self, shape, side, one_core):
         command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "steps"]
+        command += ["--one-core"] if one_core else []
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self):  # -> (seconds, page faults) of one step, timed in the other process
@@ -201,7 +212,7 @@ def memory(step):
 
 def child(args):
     """A fresh process for one side: take timed steps while asked to, or measure its memory once."""
-    step = STEP_FNS[args.child](*make_problem(args.shape))
+    step = STEP_FNS[args.child](*make_problem(args.shape), one_core=args.one_core)
     if args.measure == "steps":
         for _ in sys.stdin:  # one line, one step
             print(json.dumps(timed(step)), flush=True)
@@ -217,17 +228,17 @@ def memory_in_child(shape, side):
     return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
 
 
-def bench(shape, reps, warmup):
+def bench(shape, reps, warmup, one_core):
     problem = make_problem(shape)
     try:
         torch, _ = import_torch()
     except ImportError as error:
         torch, torch_missing = None, f"PyTorch is not importable ({error}); pip install torch==2.13.0 to compare"
     sides = ["numpy"] + (["torch"] if torch is not None else [])
-    steps = {side: STEP_FNS[side](*problem) for side in sides}
+    steps = {side: STEP_FNS[side](*problem, one_core=one_core) for side in sides}
     together = alternate({side: lambda step=step: timed(step) for side, step in steps.items()}, reps, warmup,
                          BURST[shape])
-    processes = {side: StepProcess(shape, side) for side in sides}
+    processes = {side: StepProcess(shape, side, one_core) for side in sides}
     apart = alternate(processes, reps, warmup, BURST[shape])
     for process in processes.values():
         process.close()
@@ -242,11 +253,14 @@ def bench(shape, reps, warmup):
     if torch is not None:
         print(f"  speed-up     {together['torch'][0] / together['numpy'][0]:9.2f} x  (torch ms / ours ms)"
               f"          {apart['torch'][0] / apart['numpy'][0]:9.2f} x")
-        print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} threads")
+        print(f"  torch {torch.__version__}, eager, {torch.get_num_threads()} thread(s)")
     else:
         print(f"  torch        not measured: {torch_missing}")
-    print(f"  ours on {processes} process(es) of {cores()} cores, each on a slice of the batch with one core "
-          f"of BLAS (parallel.processes_for)")
+    if one_core:
+        print(f"  ours on 1 process with one BLAS thread, of {cores()} cores (--one-core)")
+    else:
+        print(f"  ours on {processes} process(es) of {cores()} cores, each on a slice of the batch with one core "
+              f"of BLAS (parallel.processes_for)")
     flops, peak = matmul_flops(cfg, B, T), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9
     print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "
@@ -270,6 +284,8 @@ def main():
     parser.add_argument("--shape", choices=[*SHAPES, "all"], default="all")
     parser.add_argument("--reps", type=int, default=None, help="timed steps per side (default 60 reference, 24 large)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
+    parser.add_argument("--one-core", action="store_true",
+                        help="hold both sides to one core: ours one process, one BLAS thread; torch one thread")
     parser.add_argument("--child", choices=list(STEP_FNS), help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=["steps", "memory"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -282,7 +298,7 @@ def main():
                                                      "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if name in os.environ}
     print(f"BLAS environment: {blas_vars or 'none of OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, *_NUM_THREADS set'}")
     for shape in SHAPES if args.shape == "all" else [args.shape]:
-        bench(shape, args.reps or DEFAULT_REPS[shape], args.warmup)
+        bench(shape, args.reps or DEFAULT_REPS[shape], args.warmup, args.one_core)
 
 
 if __name__ == "__main__":
