@@ -61,28 +61,14 @@ class Adam:
     def step(self, params, grads, lr):
         """One update of params, in place, from grads at learning rate lr."""
         p, g = flat_buffer(params), flat_buffer(grads)
-        # each intermediate below is written into this one vector: a fresh temporary of P numbers
-        # per line would cost as much time as the arithmetic
-        scratch = np.empty_like(p)
         self.t += 1
-        self.m *= self.beta1
-        self.m += np.multiply(g, 1.0 - self.beta1, out=scratch)  # m = beta1 m + (1 - beta1) g
-        self.v *= self.beta2
-        g_squared = np.multiply(g, g, out=scratch)
-        g_squared *= 1.0 - self.beta2
-        self.v += g_squared  # v = beta2 v + (1 - beta2) g^2
+        self.m = self.beta1 * self.m + (1.0 - self.beta1) * g
+        self.v = self.beta2 * self.v + (1.0 - self.beta2) * g * g
         if self.weight_decay:
-            decay = np.multiply(self.decayed, p, out=scratch)
-            decay *= lr * self.weight_decay
-            p -= decay  # p = p - lr * weight_decay * p, on matrices only
-        bias1 = 1.0 - self.beta1 ** self.t
-        bias2 = 1.0 - self.beta2 ** self.t
-        denominator = np.sqrt(self.v, out=scratch)
-        denominator *= 1.0 / math.sqrt(bias2)
-        denominator += self.eps  # sqrt(v_hat) + eps
-        update = np.divide(self.m, denominator, out=scratch)
-        update *= lr / bias1
-        p -= update  # p = p - lr * m_hat / (sqrt(v_hat) + eps)
+            p -= lr * self.weight_decay * self.decayed * p  # decoupled: on matrices only, whatever the gradient
+        m_hat = self.m / (1.0 - self.beta1 ** self.t)  # the bias corrections: m and v start at 0
+        v_hat = self.v / (1.0 - self.beta2 ** self.t)
+        p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
     def state(self):
         """What a resumed run needs: the two moments and the step count."""
