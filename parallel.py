@@ -44,7 +44,7 @@ FLOPS_PER_PROCESS = 2 ** 25
 def matmul_flops(cfg, batch_size, seq_len):
     """FLOPs of one training step's matrix products: forward, then backward (two per forward one).
 
-    A product (m, k) @ (k, n) costs 2 m k n. Per block: QKV (N, C) @ (C, 3C), scores (T, hs) @ (hs, T)
+    A product (m, k) @ (k, n) costs 2 m k n. Per block: Q, K, V three (N, C) @ (C, C), scores (T, hs) @ (hs, T)
     and attn @ V (T, T) @ (T, hs) for each of B * nh heads, Wo (N, C) @ (C, C), W1 (N, C) @ (C, F),
     W2 (N, F) @ (F, C); then the head (N, C) @ (C, V). The backward of each product is two products of
     the same size (the input's gradient and the weight's, or both operands' for attention).

@@ -178,24 +178,18 @@ def ones(n, dtype):  # -> (n,)
 # ---------------------------------------------------------------------------------------------
 # Linear layer: y = x W + b, with W stored (n_in, n_out).
 
-# The products are taken on the rows flattened to (N, n_in): one large matrix product is faster
-# than numpy's loop of one product per sequence that (B, T, n_in) @ W would be.
-
 def linear_forward(x, W, b):  # (..., n_in), (n_in, n_out), (n_out,) -> (..., n_out)
-    n_in, n_out = W.shape
-    out = x.reshape(-1, n_in) @ W  # (N, n_in) @ (n_in, n_out) -> (N, n_out)
-    out += b
-    return out.reshape(*x.shape[:-1], n_out), (x, W)
+    return x @ W + b, (x, W)
 
 
 def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n_out), db (n_out,)
     x, W = cache
     n_in, n_out = W.shape
-    dout_rows = dout.reshape(-1, n_out)  # (..., n_out) -> (N, n_out)
-    dW = x.reshape(-1, n_in).T @ dout_rows  # dL/dW_ij = sum over rows of x_i * dout_j
-    db = dout_rows.sum(axis=0)
-    dx = dout_rows @ W.T  # (N, n_out) @ (n_out, n_in) -> (N, n_in)
-    return dx.reshape(*x.shape), dW, db
+    # W and b act on every row alike, so their gradients sum over all N rows, flattened to (N, ...)
+    dW = x.reshape(-1, n_in).T @ dout.reshape(-1, n_out)  # dL/dW_ij = sum over rows of x_i * dout_j
+    db = dout.reshape(-1, n_out).sum(axis=0)
+    dx = dout @ W.T  # (..., n_out) @ (n_out, n_in) -> (..., n_in)
+    return dx, dW, db
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,18 +231,18 @@ def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S po
     return np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
 
 
-# Measured: the heads, dq, dk and dv written in place with out= make a training step 13% faster at the
-# book recipe's shape and 11% at the reference shape (docs/12-performance.md)
+# Measured: the heads, dq, dk and dv written in place with out= make a training step 12-14% faster at the
+# book recipe's shape, and 1% slower at the reference shape (docs/12-performance.md)
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""
     B, T, C = x.shape
     hs = C // num_heads
-    # Q, K, V = x Wq + bq, x Wk + bk, x Wv + bv, as one product with the three matrices side by side
-    W_qkv = np.concatenate([p["Wq"], p["Wk"], p["Wv"]], axis=1)  # (C, 3C)
-    b_qkv = np.concatenate([p["bq"], p["bk"], p["bv"]])
-    qkv, qkv_cache = linear_forward(x, W_qkv, b_qkv)  # (B, T, 3C)
-    q, k, v = qkv.reshape(B, T, 3, num_heads, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
+    q_rows, q_cache = linear_forward(x, p["Wq"], p["bq"])  # Q = x Wq + bq, (B, T, C)
+    k_rows, k_cache = linear_forward(x, p["Wk"], p["bk"])  # K = x Wk + bk
+    v_rows, v_cache = linear_forward(x, p["Wv"], p["bv"])  # V = x Wv + bv
+    # each row's C columns are nh heads of hs, side by side
+    q, k, v = (rows.reshape(B, T, num_heads, hs).transpose(0, 2, 1, 3) for rows in (q_rows, k_rows, v_rows))
     if past is not None:
         k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, nh, S, hs)
     scores = q @ k.swapaxes(-1, -2) / math.sqrt(hs)  # (B, nh, T, S); S = T without a past
@@ -258,11 +252,11 @@ def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params ->
     merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
     np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
     out, out_cache = linear_forward(merged.reshape(B, T, C), p["Wo"], p["bo"])  # (B, T, nh, hs) -> (B, T, C)
-    return out, (qkv_cache, q, k, v, attn, out_cache)
+    return out, ((q_cache, k_cache, v_cache), q, k, v, attn, out_cache)
 
 
 def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
-    qkv_cache, q, k, v, attn, out_cache = cache
+    (q_cache, k_cache, v_cache), q, k, v, attn, out_cache = cache
     B, nh, T, hs = q.shape
     assert k.shape[2] == T, "no backward through a forward with a key/value cache (past)"
     dmerged, dWo, dbo = linear_backward(dout, out_cache)
@@ -271,16 +265,16 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     # masked entries have attn = 0, so softmax_backward gives them dscores = 0
     dscores = softmax_backward(dheads @ v.swapaxes(-1, -2), attn)  # (B, nh, T, T)
     dscores /= math.sqrt(hs)  # scores = q k^T / sqrt(hs): q k^T gets dscores / sqrt(hs)
-    # dq, dk and dv are written straight into one (B, T, 3C) array, through the same views the
-    # forward took q, k and v from, rather than computed apart and then copied together
-    dqkv = np.empty((B, T, 3, nh, hs), dtype=q.dtype)
-    dq, dk, dv = dqkv.transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
-    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv)  # heads = attn @ v
-    np.matmul(dscores, k, out=dq)  # from q k^T, with the dscores divided above
-    np.matmul(dscores.swapaxes(-1, -2), q, out=dk)
-    dx, dW_qkv, db_qkv = linear_backward(dqkv.reshape(B, T, 3 * nh * hs), qkv_cache)  # (B, T, 3C)
-    dWq, dWk, dWv = dW_qkv.reshape(-1, 3, nh * hs).transpose(1, 0, 2)  # (C, 3C) -> 3 x (C, C)
-    dbq, dbk, dbv = db_qkv.reshape(3, nh * hs)
+    # dq, dk and dv are written straight into (B, T, nh, hs) arrays, the rows' layout, through the
+    # same views the forward took q, k and v from, rather than computed per head and then copied
+    dq_rows, dk_rows, dv_rows = (np.empty((B, T, nh, hs), dtype=q.dtype) for _ in range(3))
+    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv_rows.transpose(0, 2, 1, 3))  # heads = attn @ v
+    np.matmul(dscores, k, out=dq_rows.transpose(0, 2, 1, 3))  # from q k^T, with the dscores divided above
+    np.matmul(dscores.swapaxes(-1, -2), q, out=dk_rows.transpose(0, 2, 1, 3))
+    dx_q, dWq, dbq = linear_backward(dq_rows.reshape(B, T, nh * hs), q_cache)
+    dx_k, dWk, dbk = linear_backward(dk_rows.reshape(B, T, nh * hs), k_cache)
+    dx_v, dWv, dbv = linear_backward(dv_rows.reshape(B, T, nh * hs), v_cache)
+    dx = dx_q + dx_k + dx_v  # x fed all three projections
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
 
 

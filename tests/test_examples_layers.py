@@ -98,19 +98,17 @@ def test_layernorm_backward_worked_example():
 
 # --- attention (03-attention.md) ---
 
-def test_fused_projection_worked_example():
-    # C = 2, one position: x [Wq Wk Wv] + [bq bk bv] is x Wq + bq, x Wk + bk and x Wv + bv side by side
-    x = np.array([[1.0, 2.0]])
-    Wq = np.array([[1.0, 0.0], [0.0, 1.0]])
-    Wk = np.array([[0.0, 1.0], [1.0, 0.0]])
-    Wv = np.array([[2.0, 0.0], [0.0, -1.0]])
-    bq = np.array([0.5, 0.5])
-    W_qkv = np.concatenate([Wq, Wk, Wv], axis=1)
-    assert np.array_equal(W_qkv, [[1.0, 0.0, 0.0, 1.0, 2.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0, -1.0]])
-    qkv, _ = linear_forward(x, W_qkv, np.concatenate([bq, np.zeros(4)]))
+def test_projections_worked_example():
+    # C = 2, one head, one position: Q = x Wq + bq, K = x Wk + bk, V = x Wv + bv
+    x = np.array([[[1.0, 2.0]]])
+    p = {"Wq": np.array([[1.0, 0.0], [0.0, 1.0]]), "bq": np.array([0.5, 0.5]),
+         "Wk": np.array([[0.0, 1.0], [1.0, 0.0]]), "bk": np.zeros(2),
+         "Wv": np.array([[2.0, 0.0], [0.0, -1.0]]), "bv": np.zeros(2), "Wo": np.eye(2), "bo": np.zeros(2)}
+    _, (_, q, k, v, _, _) = attention_forward(x, p, num_heads=1)
     # q = [1, 2] + [0.5, 0.5]; k = [1, 2] with its columns swapped = [2, 1]; v = [2 * 1, -1 * 2]
-    assert np.array_equal(qkv, [[1.5, 2.5, 2.0, 1.0, 2.0, -2.0]])
-    assert np.array_equal(qkv[:, 2:4], x @ Wk)
+    assert np.array_equal(q[0, 0], [[1.5, 2.5]])  # (B, nh, T, hs) = (1, 1, 1, 2)
+    assert np.array_equal(k[0, 0], [[2.0, 1.0]])
+    assert np.array_equal(v[0, 0], [[2.0, -2.0]])
 
 
 def test_softmax_worked_example():
@@ -135,11 +133,12 @@ def test_softmax_shifts_each_row_by_its_own_largest_score():
 
 
 def test_split_into_heads_worked_example():
-    # B = 1, T = 2, C = 4, nh = 2, hs = 2: each row of qkv is [q | k | v], each of them [head 0 | head 1].
-    # x is the first two rows of the identity, so qkv = x W_qkv is the first two rows of W_qkv: 0 to 23
-    W_qkv = np.zeros((4, 12))
-    W_qkv[:2] = np.arange(24.0).reshape(2, 12)
-    p = {"Wq": W_qkv[:, :4], "Wk": W_qkv[:, 4:8], "Wv": W_qkv[:, 8:], "Wo": np.eye(4),
+    # B = 1, T = 2, C = 4, nh = 2, hs = 2: each row of Q, K and V is [head 0 | head 1]. x is the first
+    # two rows of the identity, so Q = x Wq is the first two rows of Wq: columns 0-3 of the numbers 0 to 23
+    # laid out below, K columns 4-7 and V columns 8-11
+    W_side_by_side = np.zeros((4, 12))
+    W_side_by_side[:2] = np.arange(24.0).reshape(2, 12)
+    p = {"Wq": W_side_by_side[:, :4], "Wk": W_side_by_side[:, 4:8], "Wv": W_side_by_side[:, 8:], "Wo": np.eye(4),
          **{name: np.zeros(4) for name in ("bq", "bk", "bv", "bo")}}
     _, (_, q, k, v, _, _) = attention_forward(np.eye(4)[None, :2], p, num_heads=2)
     assert q.shape == (1, 2, 2, 2)  # (B, nh, T, hs)
