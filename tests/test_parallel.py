@@ -139,7 +139,7 @@ def test_a_message_is_received_whether_it_comes_while_polling_or_after():
 
 def test_matmul_flops_of_the_reference_shape():
     # N = 256, C = 32, F = 128, V = 575, hs = 16, 32 heads of T = 16. Per block, forward:
-    # QKV 2*256*32*96 = 1,572,864; scores and attn @ V 2 * (2*32*16*16*16) = 524,288;
+    # Q, K, V 3*2*256*32*32 = 1,572,864; scores and attn @ V 2 * (2*32*16*16*16) = 524,288;
     # Wo 2*256*32*32 = 524,288; W1 and W2 2 * (2*256*32*128) = 4,194,304: 6,815,744.
     # Two blocks and the head 2*256*32*575 = 9,420,800: 23,052,288; with the backward, 3 times that.
     assert parallel.matmul_flops(REFERENCE, 16, 16) == 3 * (2 * 6_815_744 + 9_420_800) == 69_156_864
