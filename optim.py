@@ -76,8 +76,10 @@ class Adam:
 
     def load_state(self, state):
         """Take up the moments and step count saved by state(); shapes and dtype must match."""
-        if state["m"].shape != self.m.shape or state["v"].shape != self.v.shape:
-            raise ValueError(f"optimizer state holds {state['m'].size} numbers, the model has {self.m.size}")
+        for name in ("m", "v"):
+            if state[name].shape != self.m.shape:
+                raise ValueError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
+                                 f"{self.m.size}: it was saved for another model")
         self.m[...] = state["m"]
         self.v[...] = state["v"]
         self.t = int(state["t"])

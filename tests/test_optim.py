@@ -106,3 +106,25 @@ def test_state_round_trip(tiny_params):
     other = Adam(params)
     other.load_state({k: np.copy(v) for k, v in opt.state().items()})
     assert other.t == 1 and np.array_equal(other.m, opt.m) and np.array_equal(other.v, opt.v)
+
+
+@pytest.mark.parametrize("wrong", ["m", "v"])
+def test_state_of_another_size_is_refused_with_its_size(tiny_params, wrong):
+    params = pack(tiny_params)
+    opt = Adam(params)
+    state = {k: np.copy(v) for k, v in opt.state().items()}
+    state[wrong] = np.zeros(7, dtype=opt.m.dtype)
+    other = Adam(params)
+    with pytest.raises(ValueError) as refused:
+        other.load_state(state)
+    assert str(refused.value) == (f"the optimizer state's {wrong} holds 7 numbers, the model has {opt.m.size}: "
+                                  f"it was saved for another model")
+
+
+def test_defaults_are_those_of_config_and_the_decay_group_has_the_parameters_dtype(tiny_params):
+    import config
+    params = pack(tiny_params, np.float32)
+    opt = Adam(params)
+    assert (opt.beta1, opt.beta2, opt.eps, opt.weight_decay) == (config.beta1, config.beta2, config.adam_eps,
+                                                                  config.weight_decay)
+    assert opt.decayed.dtype == np.float32  # the update stays in the parameters' dtype
