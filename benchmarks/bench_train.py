@@ -155,13 +155,17 @@ def alternate(timed_steps, reps, warmup, burst):
             for side, r in runs.items()}
 
 
+def child_command(shape, side, measure, one_core):
+    """The command line of a fresh process for one side (child, below)."""
+    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", measure]
+    return command + (["--one-core"] if one_core else [])
+
+
 class StepProcess:
     """One side's training step in a fresh process of its own, stepped on request from this one."""
 
     def __init__(self, shape, side, one_core):
-        command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "steps"]
-        command += ["--one-core"] if one_core else []
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(child_command(shape, side, "steps", one_core), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self):  # -> (seconds, page faults) of one step, timed in the other process
         self.process.stdin.write("step\n")
@@ -220,11 +224,10 @@ def child(args):
         print(json.dumps(memory(step)))
 
 
-def memory_in_child(shape, side):
+def memory_in_child(shape, side, one_core):
     """memory() of one side in a fresh process with small blocks mmapped; None where it failed."""
-    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", "memory"]
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result = subprocess.run(child_command(shape, side, "memory", one_core), env=env, capture_output=True, text=True)
     return json.loads(result.stdout) if result.returncode == 0 and result.stdout.strip() else None
 
 
@@ -268,7 +271,7 @@ def bench(shape, reps, warmup, one_core):
     print(f"  peak memory  : ours {tracemalloc_peak_mib(steps['numpy']):.1f} MiB (tracemalloc, numpy allocations "
           f"of this process's slice)")
     for side in sides:
-        used = memory_in_child(shape, side)
+        used = memory_in_child(shape, side, one_core)
         if used is None:
             print(f"                 {side:5s} unavailable (needs Linux /proc)")
             continue
