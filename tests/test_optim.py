@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import config
 from optim import Adam, clip_grad_norm, lr_schedule
 from transformer import flat_buffer, loss_and_grads, pack, zeros_like
 
@@ -122,7 +123,6 @@ def test_state_of_another_size_is_refused_with_its_size(tiny_params, wrong):
 
 
 def test_defaults_are_those_of_config_and_the_decay_group_has_the_parameters_dtype(tiny_params):
-    import config
     params = pack(tiny_params, np.float32)
     opt = Adam(params)
     assert (opt.beta1, opt.beta2, opt.eps, opt.weight_decay) == (config.beta1, config.beta2, config.adam_eps,
