@@ -2,7 +2,9 @@
 
     python docs/sync_docs.py [PAGE.md ...]
 
-Every page of docs/, or only the pages named (a page someone else is editing can be left out).
+Every page of docs/ and of docs/engineering/, or only the pages named, from docs/ or from the
+repository (08-training.md, engineering/runs.md, docs/engineering/runs.md): a page someone else is
+editing can be left out.
 
 1. Each `figure:name` | `value` row takes its value from docs/figures.json.
 2. Each citation `file.py:N-M` whose quoted code no longer stands at those lines moves to where
@@ -19,7 +21,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
 sys.path.insert(0, str(REPO / "tests"))
-from test_docs import CITATION, CODE_SPAN, FIGURE, fenced_block, squash  # noqa: E402
+from test_docs import CITATION, CODE_SPAN, FIGURE, PAGES, fenced_block, squash  # noqa: E402
 
 
 def where_it_stands(file_lines, quoted, length):
@@ -64,18 +66,29 @@ def refresh_figures(text, figures):
     return FIGURE.sub(lambda m: f"`figure:{m[1]}` | `{figures.get(m[1], m[2])}`", text)
 
 
+def page_named(name):
+    """The page a name given on the command line means: relative to docs/, or to the repository."""
+    parts = Path(name).parts
+    return DOCS.joinpath(*(parts[1:] if parts[0] == "docs" else parts))
+
+
 def main(names):
     figures = json.loads((DOCS / "figures.json").read_text(encoding="utf-8"))["figures"]
-    pages = [DOCS / Path(name).name for name in names] or sorted(DOCS.glob("*.md"))
+    pages = [page_named(name) for name in names] or PAGES
+    missing = [name for name, page in zip(names, pages) if not page.is_file()]
+    if missing:
+        print(f"sync_docs.py: no page {', '.join(missing)} in docs/ (name one as 08-training.md or engineering/runs.md)",
+              file=sys.stderr)
+        sys.exit(2)
     for page in pages:
         text = refresh_figures(page.read_text(encoding="utf-8"), figures)
         lines, unplaced = relocate(text.split("\n"))
         new_text = "\n".join(lines)
         if new_text != page.read_text(encoding="utf-8"):
             page.write_text(new_text, encoding="utf-8")
-            print(f"updated {page.name}")
+            print(f"updated {page.relative_to(DOCS)}")
         for problem in unplaced:
-            print(f"{page.name} {problem}: rewrite it by hand")
+            print(f"{page.relative_to(DOCS)} {problem}: rewrite it by hand")
 
 
 if __name__ == "__main__":

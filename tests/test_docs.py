@@ -26,7 +26,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
-PAGES = sorted(DOCS.glob("*.md"))
+PAGES = sorted(DOCS.rglob("*.md"))  # the learner's path, docs/*.md, and the engineering shelf, docs/engineering/*.md
+PAGE_IDS = [page.relative_to(DOCS).as_posix() for page in PAGES]
 CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 EXAMPLE = re.compile(r"^Example: (tests/\w+\.py)::(\w+)\s*$")
@@ -67,7 +68,7 @@ def fenced_block(after):
     return rest[1: rest.index("```", 1)]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_citation_quotes_its_lines(page):
     checked = 0
     for number, path, first, last, line, after in citations(page):
@@ -122,7 +123,7 @@ def run(code, scope):
     return eval(compile(ast.Expression(last.value), "<page>", "eval"), scope)  # noqa: S307
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_worked_examples_compute_what_the_page_shows(page):
     project = {"np": np, **{name: importlib.import_module(name) for name in PROJECT_MODULES}}
     for module in PROJECT_MODULES:
@@ -148,7 +149,7 @@ def test_worked_examples_compute_what_the_page_shows(page):
 FIGURE = re.compile(r"`figure:([^`]+)`\s*\|\s*`([^`]+)`")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_model_figures_match_figures_json(page):
     figures_file = DOCS / "figures.json"
     text = page.read_text(encoding="utf-8")
