@@ -77,8 +77,8 @@ def main(names):
     pages = [page_named(name) for name in names] or PAGES
     missing = [name for name, page in zip(names, pages) if not page.is_file()]
     if missing:
-        print(f"sync_docs.py: no page {', '.join(missing)} in docs/ (name one as 08-training.md or engineering/runs.md)",
-              file=sys.stderr)
+        print(f"sync_docs.py: no page {', '.join(missing)} in docs/; name a page as 08-training.md or "
+              f"engineering/runs.md", file=sys.stderr)
         sys.exit(2)
     for page in pages:
         text = refresh_figures(page.read_text(encoding="utf-8"), figures)
