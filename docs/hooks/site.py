@@ -1,0 +1,133 @@
+"""MkDocs hooks that make docs/ a site a learner can read offline.
+
+- Every citation `file.py:N` or `file.py:N-M` in a page becomes a link to line N of a rendered copy
+  of that file (`source/file.py/#LN`), a page this hook writes with one anchor per line. The
+  Markdown in docs/ stays as it is, so tests/test_docs.py keeps reading plain citations.
+- MathJax is served from the files of the django-static-mathjax package (MathJax 3), copied into
+  the site, so formulas render with no network.
+- The navigation's "Engineering" shelf is every page of docs/engineering/, in the order below.
+"""
+
+import html
+import logging
+import posixpath
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File, InclusionLevel
+from pygments.lexers import PythonLexer
+from pygments.token import STANDARD_TYPES
+
+log = logging.getLogger("mkdocs.hooks.site")
+
+CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")  # the same pattern as tests/test_docs.py
+FENCE = re.compile(r"^\s*(```|~~~)")
+CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+SOURCE_DIR = "source"  # the rendered copies live at source/<path of the file>/
+MATHJAX_DIR = "javascripts/mathjax"
+SHELF = "engineering"
+SHELF_ORDER = ["processes.md", "runs.md", "tokenizer-files.md", "performance.md"]  # others follow by name
+
+
+def repo_root(config):
+    return Path(config.config_file_path).resolve().parent
+
+
+def cited_files(docs_dir):
+    """The paths cited by any page under docs_dir. Example: 'see transformer.py:139' -> {'transformer.py'}"""
+    return {m[1] for page in Path(docs_dir).rglob("*.md") for m in CITATION.finditer(page.read_text(encoding="utf-8"))}
+
+
+def on_config(config):
+    shelf = sorted(Path(config.docs_dir, SHELF).glob("*.md"),
+                   key=lambda p: (SHELF_ORDER.index(p.name) if p.name in SHELF_ORDER else len(SHELF_ORDER), p.name))
+    if shelf:
+        config.nav = [*config.nav, {"Engineering": [f"{SHELF}/{p.name}" for p in shelf]}]
+    return config
+
+
+def highlighted_lines(code):
+    """Python source as one HTML string per line, Pygments classes on each token, so a line stands alone.
+
+    Example: 'x = 1\\n' -> ['<span class="n">x</span><span class="w"> </span><span class="o">=</span>...']
+    """
+    lines = [[]]
+    for kind, text in PythonLexer(stripnl=False, ensurenl=False).get_tokens(code):
+        while kind not in STANDARD_TYPES:
+            kind = kind.parent
+        css = STANDARD_TYPES[kind]
+        for i, piece in enumerate(text.split("\n")):
+            if i:
+                lines.append([])
+            if piece:
+                lines[-1].append(f'<span class="{css}">{html.escape(piece)}</span>' if css else html.escape(piece))
+    if lines and not lines[-1]:
+        lines.pop()  # the file's last newline ends its last line; it does not start another
+    return ["".join(parts) for parts in lines]
+
+
+def source_page(path, code):
+    """A Markdown page showing one source file, each line an anchor #LN that CSS highlights when targeted."""
+    rows = "".join(f'<span class="source-line" id="L{n}"><a class="source-lineno" href="#L{n}">{n}</a>{line}\n</span>'
+                   for n, line in enumerate(highlighted_lines(code), 1))
+    return (f"---\nsearch:\n  exclude: true\nhide:\n  - navigation\n  - toc\n---\n\n# {path}\n\n"
+            f'<div class="highlight source-file"><pre><code>{rows}</code></pre></div>\n')
+
+
+def on_files(files, config):
+    root = repo_root(config)
+    for path in sorted(cited_files(config.docs_dir)):
+        source = root / path
+        if not source.is_file():
+            log.warning(f"a page cites {path}, which is not a file of the repository")
+            continue
+        content = source_page(path, source.read_text(encoding="utf-8"))
+        files.append(File.generated(config, f"{SOURCE_DIR}/{path}.md", content=content,
+                                    inclusion=InclusionLevel.NOT_IN_NAV))
+    mathjax = mathjax_folder()
+    for asset in sorted(p for p in mathjax.rglob("*") if p.is_file()):
+        files.append(File.generated(config, f"{MATHJAX_DIR}/{asset.relative_to(mathjax).as_posix()}",
+                                    abs_src_path=str(asset)))
+    return files
+
+
+def mathjax_folder():
+    """MathJax 3's browser build (es5/) as the django-static-mathjax package installs it."""
+    import mathjax  # django-static-mathjax: the package is named mathjax, its files sit under static/
+
+    return Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+
+
+def link_citations(text, page_dir):
+    """Each citation in running text (not in a code span) as a Markdown link to its line.
+
+    Example: 'see transformer.py:139' on index.md -> 'see [transformer.py:139](source/transformer.py.md#L139){.citation}'
+    """
+    def link(match):
+        target = posixpath.relpath(f"{SOURCE_DIR}/{match[1]}.md", page_dir or ".")
+        return f"[{match[0]}]({target}#L{match[2]}){{.citation}}"
+
+    pieces = CODE_SPAN.split(text)  # text, fence, code, text, fence, code, ...
+    out = []
+    for i in range(0, len(pieces), 3):
+        out.append(CITATION.sub(link, pieces[i]))
+        if i + 2 < len(pieces):
+            out.append(pieces[i + 1] + pieces[i + 2] + pieces[i + 1])
+    return "".join(out)
+
+
+def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri.startswith(f"{SOURCE_DIR}/"):
+        return markdown
+    page_dir = posixpath.dirname(page.file.src_uri)
+    lines, fence = [], None
+    for line in markdown.split("\n"):
+        opening = FENCE.match(line)
+        if fence is None and opening:
+            fence = opening[1]
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
+        elif fence is None:
+            line = link_citations(line, page_dir)
+        lines.append(line)
+    return "\n".join(lines)
