@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from errors import InputError
 from files import publish_staged, write_atomically, write_staged
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, pack, param_shapes
@@ -79,14 +80,14 @@ def read_npz(path):
         with np.load(path, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
-        raise ValueError(f"{path} is not a readable weights file ({err}); {RETRAIN}") from None
+        raise InputError(f"{path} is not a readable weights file ({err}); {RETRAIN}") from None
 
 
 def read_json(path):
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); {RETRAIN}") from None
+        raise InputError(f"{path} is not valid JSON ({err}); {RETRAIN}") from None
 
 
 def save_model(folder, params, cfg, tokenizer, meta):
@@ -113,14 +114,14 @@ def check_weights(arrays, cfg, path):
     expected = param_shapes(cfg)
     if list(arrays) != list(expected):
         missing = [name for name in expected if name not in arrays]
-        raise ValueError(f"{path} does not hold this model's parameters"
+        raise InputError(f"{path} does not hold this model's parameters"
                          f"{f' (missing {missing[:3]})' if missing else ' in the canonical order'}; {RETRAIN}")
     for name, shape in expected.items():
         array = arrays[name]
         if array.shape != shape:
-            raise ValueError(f"{path}: {name} has shape {array.shape}, model.json says {shape}; {RETRAIN}")
+            raise InputError(f"{path}: {name} has shape {array.shape}, model.json says {shape}; {RETRAIN}")
         if array.dtype not in (np.float32, np.float64) or not np.all(np.isfinite(array)):
-            raise ValueError(f"{path}: {name} is not finite float32/float64 numbers; {RETRAIN}")
+            raise InputError(f"{path}: {name} is not finite float32/float64 numbers; {RETRAIN}")
 
 
 def load(folder):
@@ -129,9 +130,9 @@ def load(folder):
     folder = Path(folder)
     try:
         return load_files(folder)
-    except ValueError:
+    except InputError:
         for run in newest_first(folder, "model.json"):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(InputError):
                 return load_files(run)
         raise
 
@@ -147,26 +148,26 @@ def load_files(folder):
     """The checkpoint whose three files are in folder, every file checked against the others."""
     for name in ("model.json", "model.npz", "model.tok.json"):
         if not (folder / name).is_file():
-            raise ValueError(f"no checkpoint in {folder}/ ({name} is missing); {RETRAIN}")
+            raise InputError(f"no checkpoint in {folder}/ ({name} is missing); {RETRAIN}")
     meta = read_json(folder / "model.json")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{folder}/model.json is not a numpy-gpt checkpoint; {RETRAIN}")
+        raise InputError(f"{folder}/model.json is not a numpy-gpt checkpoint; {RETRAIN}")
     if meta.get("version") != VERSION:
-        raise ValueError(f"{folder}/model.json has format version {meta.get('version')}, "
+        raise InputError(f"{folder}/model.json has format version {meta.get('version')}, "
                          f"this code reads version {VERSION}; {RETRAIN}")
     try:
         cfg = ModelConfig(**meta["model"])
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{folder}/model.json describes no valid model ({err}); {RETRAIN}") from None
+        raise InputError(f"{folder}/model.json describes no valid model ({err}); {RETRAIN}") from None
     for name, key in (("model.npz", "weights_sha256"), ("model.tok.json", "tokenizer_sha256")):
         if sha256_of(folder / name) != meta.get(key):
-            raise ValueError(f"{folder}/{name} is not the file model.json was saved with "
+            raise InputError(f"{folder}/{name} is not the file model.json was saved with "
                              f"(a partial copy, or files from two runs mixed); {RETRAIN}")
     arrays = read_npz(folder / "model.npz")
     check_weights(arrays, cfg, folder / "model.npz")
     tokenizer = BPETokenizer.load(folder / "model.tok.json")
     if tokenizer.vocab_size != cfg.vocab_size:
-        raise ValueError(f"the tokenizer in {folder} has {tokenizer.vocab_size} tokens, the model "
+        raise InputError(f"the tokenizer in {folder} has {tokenizer.vocab_size} tokens, the model "
                          f"{cfg.vocab_size}; {RETRAIN}")
     return Checkpoint(pack(arrays), cfg, tokenizer, meta, folder)
 
@@ -183,7 +184,7 @@ def check_writable(folder):
         write_atomically(folder / ".write-test", b"")
         (folder / ".write-test").unlink()
     except OSError as err:
-        raise ValueError(f"cannot write checkpoints to {folder}/ ({err.strerror}); choose a folder with "
+        raise InputError(f"cannot write checkpoints to {folder}/ ({err.strerror}); choose a folder with "
                          f"--checkpoint") from None
 
 
@@ -202,7 +203,7 @@ def new_run_folder(home):
             folder = Path(home) / "runs" / name
             folder.mkdir(parents=True)
             return folder
-    raise ValueError(f"cannot make a run folder in {home}/runs/")
+    raise InputError(f"cannot make a run folder in {home}/runs/")
 
 
 def home_of(run_folder):
@@ -218,7 +219,7 @@ def keep_earlier_model(home, replacing_run):
     home = Path(home)
     try:
         model = load_files(home)
-    except ValueError:
+    except InputError:
         return  # nothing whole there: a mix left by a kill mid-copy, whose parts a run folder holds
     run = model.meta.get("run")
     if run == replacing_run:
@@ -248,15 +249,15 @@ def run_to_resume(folder):
     else:
         runs = newest_first(folder, "resume.json")
         if not runs:
-            raise ValueError(f"nothing to resume in {folder}/ (no resume.json there, nor in a run in its runs/); "
+            raise InputError(f"nothing to resume in {folder}/ (no resume.json there, nor in a run in its runs/); "
                              f"give the run's folder with --checkpoint, or start a new run without --resume")
         run = runs[0]
     progress = read_json(run / "resume.json")
     if not isinstance(progress, dict) or not isinstance(progress.get("settings"), dict):
-        raise ValueError(f"{run}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
+        raise InputError(f"{run}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
     total = progress.get("total_steps")
     if isinstance(total, int) and progress.get("step") == total:
-        raise ValueError(f"the run in {run}/ is finished: it took all {total:,} steps, and its best model is "
+        raise InputError(f"the run in {run}/ is finished: it took all {total:,} steps, and its best model is "
                          f"in {run}/; start a new run without --resume")
     return run
 
@@ -278,7 +279,7 @@ def locked(folder):
         except OSError:
             lock.seek(0)
             holder = lock.read().strip() or "unknown"
-            raise ValueError(f"another training (process {holder}) is writing to {folder}/; wait for it to "
+            raise InputError(f"another training (process {holder}) is writing to {folder}/; wait for it to "
                              f"finish, or give another folder with --checkpoint") from None
         lock.seek(0)
         lock.truncate()
@@ -307,14 +308,14 @@ def load_resume_state(folder, cfg):
     """(params, optimizer state, progress) saved by save_resume_state; ValueError if unusable."""
     folder = Path(folder)
     if not (folder / "resume.json").is_file() or not (folder / "resume.npz").is_file():
-        raise ValueError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "
+        raise InputError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "
                          f"start a new run without --resume")
     progress = read_json(folder / "resume.json")
     if not isinstance(progress, dict) or progress.get("format") != FORMAT + "-resume" \
             or progress.get("version") != VERSION:
-        raise ValueError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
+        raise InputError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
     if sha256_of(folder / "resume.npz") != progress.get("resume_sha256"):
-        raise ValueError(f"{folder}/resume.npz does not match resume.json; start a new run without --resume")
+        raise InputError(f"{folder}/resume.npz does not match resume.json; start a new run without --resume")
     arrays = read_npz(folder / "resume.npz")
     weights = {name[len("param."):]: a for name, a in arrays.items() if name.startswith("param.")}
     check_weights(weights, cfg, folder / "resume.npz")

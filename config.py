@@ -13,6 +13,8 @@ import sys
 import types
 from pathlib import Path
 
+from errors import InputError
+
 # --- the model (vocab_size is not here: it comes from the tokenizer) ---
 context_len = 32  # rows of the position table: the longest sequence the model can read
 emb_dim = 32  # width of every token vector (C in the equations)
@@ -75,7 +77,7 @@ RECIPES = {
 }
 
 
-class SettingError(ValueError):
+class SettingError(InputError):
     """A setting has a value that cannot work; the message names it and says what is accepted."""
 
 
@@ -179,12 +181,13 @@ def settings(args):
 def run(main):
     """Run a script's main(); bad input from a person becomes one line on stderr and exit status 2.
 
-    Bad input surfaces as ValueError (settings, corpus, tokenizer, checkpoint) or OSError (files).
-    Anything else is a bug and keeps its traceback.
+    Bad input is the project's InputError (settings, corpus, tokenizer, checkpoint, prompt), or an
+    OSError, which names a file that cannot be read or written. Anything else, NumPy's errors
+    included, is a bug: it keeps its traceback and exits with status 1.
     """
     try:
         return main()
-    except (ValueError, OSError) as err:
+    except (InputError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 

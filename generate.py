@@ -24,6 +24,7 @@ import numpy as np
 
 import checkpoint
 import config
+from errors import InputError
 from transformer import forward, keys_values
 
 
@@ -38,11 +39,11 @@ class Sampling:
 
     def __post_init__(self):
         if not 0 <= self.temperature < math.inf:
-            raise ValueError(f"temperature must be a finite number, 0 (greedy) or more, got {self.temperature}")
+            raise InputError(f"temperature must be a finite number, 0 (greedy) or more, got {self.temperature}")
         if isinstance(self.top_k, bool) or not (isinstance(self.top_k, (int, np.integer)) and self.top_k >= 0):
-            raise ValueError(f"top_k must be a whole number, 0 (off) or more, got {self.top_k}")
+            raise InputError(f"top_k must be a whole number, 0 (off) or more, got {self.top_k}")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
 
 
 def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outside what is kept
@@ -89,9 +90,9 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
     id moves to a new position, and the model reads the whole window again.
     """
     if len(prompt_ids) == 0:
-        raise ValueError("the prompt is empty: give at least one character")
+        raise InputError("the prompt is empty: give at least one character")
     if not 0 < window <= cfg.context_len:
-        raise ValueError(f"the window must be in 1..{cfg.context_len} (context_len), got {window}")
+        raise InputError(f"the window must be in 1..{cfg.context_len} (context_len), got {window}")
     context = list(prompt_ids)[-window:]
     logits, cache = forward(params, np.array(context), cfg)
     for step in range(max_new_tokens):
@@ -148,7 +149,7 @@ def load_for_sampling(p, argv=None):
     context_len = model.cfg.context_len
     args.window = args.window or trained_window(model)
     if not 0 < args.window <= context_len:  # checked here, before anything is printed
-        raise ValueError(f"--window {args.window} does not fit this model: it reads 1 to {context_len} tokens "
+        raise InputError(f"--window {args.window} does not fit this model: it reads 1 to {context_len} tokens "
                          f"(its context_len); give --window {context_len} or less, or leave it out")
     return args, model
 
@@ -169,11 +170,11 @@ def known_prompt_ids(tokenizer, text, strict):
         listed = ", ".join(map(repr, unknown))
         these = "this character" if len(unknown) == 1 else "these characters"
         if strict:
-            raise ValueError(f"the prompt has {listed}: the model has never seen {these} "
+            raise InputError(f"the prompt has {listed}: the model has never seen {these} "
                              f"(without --strict, {'it is' if len(unknown) == 1 else 'they are'} left out)")
         warn(f"left out {listed}: the model has never seen {these}")
     if not ids:
-        raise ValueError("nothing is left to continue: give characters the model knows")
+        raise InputError("nothing is left to continue: give characters the model knows")
     return ids
 
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from errors import InputError
 from transformer import flat_buffer, pack
 
 
@@ -78,7 +79,7 @@ class Adam:
         """Take up the moments and step count saved by state(); shapes and dtype must match."""
         for name in ("m", "v"):
             if state[name].shape != self.m.shape:
-                raise ValueError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
+                raise InputError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
                                  f"{self.m.size}: it was saved for another model")
         self.m[...] = state["m"]
         self.v[...] = state["v"]

@@ -24,6 +24,7 @@ import numpy as np
 
 import checkpoint
 import config
+from errors import InputError
 from generate import (Sampling, generate, known_prompt_ids, load_for_sampling, print_continuation,
                       sampling_parser, warn)
 
@@ -55,7 +56,7 @@ def describe(model, folder):
                  f"{corpus['validation_characters']:,} held out); "
                  f"best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{model.folder}/model.json lacks what training records about the model ({err!r}); "
+        raise InputError(f"{model.folder}/model.json lacks what training records about the model ({err!r}); "
                          f"{checkpoint.RETRAIN}") from None
     if model.folder != Path(folder):
         about += f"; read from {model.folder}/, as {folder}/ holds no whole model on top"
@@ -71,7 +72,7 @@ def number(text):
             return kind(text)
         except ValueError:
             pass
-    raise ValueError(f"{text!r} is not a number")
+    raise InputError(f"{text!r} is not a number")
 
 
 def set_temperature(session, text):
@@ -89,14 +90,14 @@ def set_top_p(session, text):
 def set_length(session, text):
     length = number(text)
     if not (isinstance(length, int) and length > 0):
-        raise ValueError(f"the length must be a whole number of tokens, 1 or more, got {text}")
+        raise InputError(f"the length must be a whole number of tokens, 1 or more, got {text}")
     session.max_new_tokens = length
 
 
 def set_seed(session, text):
     seed = number(text)
     if not (isinstance(seed, int) and seed >= 0):
-        raise ValueError(f"the seed must be a whole number, 0 or more, got {text}")
+        raise InputError(f"the seed must be a whole number, 0 or more, got {text}")
     session.seed, session.rng = seed, np.random.default_rng(seed)
 
 
@@ -142,10 +143,10 @@ def run_command(session, line):
         argument, what, set_value = SETTERS[name]
         try:
             if len(values) != 1:
-                raise ValueError(f"{name} takes one value")
+                raise InputError(f"{name} takes one value")
             set_value(session, values[0])
             print(settings_line(session))
-        except ValueError as err:
+        except InputError as err:
             warn(f"{err}; nothing changed. Usage: {name} {argument}, {what}")
     return True
 
@@ -157,7 +158,7 @@ def continue_text(session, text):
     that cannot be continued is a warning, and the session goes on."""
     try:
         prompt_ids = known_prompt_ids(session.model.tokenizer, text, session.strict)
-    except ValueError as err:
+    except InputError as err:
         warn(str(err))
         return
     new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,

@@ -18,6 +18,7 @@ import json
 import re
 from collections import Counter
 
+from errors import InputError
 from files import write_atomically
 
 FORMAT = "numpy-gpt-bpe"
@@ -65,7 +66,7 @@ class BPETokenizer:
         if isinstance(texts, str):
             raise TypeError("texts must be a list of rows, not one string")
         if num_merges < 0:
-            raise ValueError(f"num_merges must be 0 or more, got {num_merges}")
+            raise InputError(f"num_merges must be 0 or more, got {num_merges}")
         alphabet = sorted(set().union(*texts))
         rows = _Rows([piece for text in texts for piece in split_pieces(text)],
                      {char: i for i, char in enumerate(alphabet)})
@@ -90,7 +91,7 @@ class BPETokenizer:
         unknown = self._unknown_chars(text)
         if unknown:
             listed = ", ".join(f"{char!r} at {at}" for char, at in unknown.items())
-            raise ValueError(f"unknown characters: {listed}; the tokenizer was trained without them")
+            raise InputError(f"unknown characters: {listed}; the tokenizer was trained without them")
         return self._encode_known(text)
 
     def encode_known(self, text):
@@ -137,11 +138,11 @@ class BPETokenizer:
         except FileNotFoundError:
             raise FileNotFoundError(f"there is no tokenizer file at {path}; {RETRAIN}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; "
+            raise InputError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; "
                              f"{RETRAIN}") from None
         problem = _file_problem(data)
         if problem:
-            raise ValueError(f"{path} {problem}; {RETRAIN}")
+            raise InputError(f"{path} {problem}; {RETRAIN}")
         return cls(data["alphabet"], data["merges"])
 
     def __eq__(self, other):

@@ -28,6 +28,7 @@ import pandas as pd
 
 import checkpoint
 import config
+from errors import InputError
 from files import write_atomically
 from generate import Sampling, generate
 from optim import Adam, clip_grad_norm, lr_schedule
@@ -58,7 +59,7 @@ def corpus_file(s):
         print(f"{path} not found: training on the bundled sample corpus, {SAMPLE_CORPUS.name}")
         return SAMPLE_CORPUS
     if not path.is_file():
-        raise ValueError(f"no corpus at {path.resolve()}; give a CSV or .txt file with --corpus_path")
+        raise InputError(f"no corpus at {path.resolve()}; give a CSV or .txt file with --corpus_path")
     return path
 
 
@@ -82,14 +83,14 @@ def read_text(path):
     """Every character of a .txt file, as written; Windows line ends (\\r\\n) become \\n."""
     data = path.read_bytes()
     if b"\0" in data:
-        raise ValueError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
+        raise InputError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
     try:
         text = data.decode("utf-8-sig")  # -sig: a byte order mark some editors write first is not text
     except UnicodeDecodeError as err:
-        raise ValueError(f"cannot read {path}: it is not UTF-8 text (byte {err.start} is not valid); "
+        raise InputError(f"cannot read {path}: it is not UTF-8 text (byte {err.start} is not valid); "
                          f"save it as UTF-8") from None
     if not text.strip():
-        raise ValueError(f"{path} holds no text{' (only whitespace)' if text else ''}; give a corpus with text in it")
+        raise InputError(f"{path} holds no text{' (only whitespace)' if text else ''}; give a corpus with text in it")
     return text.replace("\r\n", "\n")
 
 
@@ -99,16 +100,16 @@ def read_rows(path, column, max_rows):
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except UnicodeDecodeError:
-        raise ValueError(f"cannot read {path}: it is not UTF-8 text") from None
+        raise InputError(f"cannot read {path}: it is not UTF-8 text") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise ValueError(f"cannot read {path} as CSV: {str(err).strip()}") from None
+        raise InputError(f"cannot read {path} as CSV: {str(err).strip()}") from None
     if column not in frame.columns:
-        raise ValueError(f"{path} has no column {column!r}; its columns are {list(frame.columns)}; "
+        raise InputError(f"{path} has no column {column!r}; its columns are {list(frame.columns)}; "
                          f"choose one with --corpus_column")
     rows = frame[column].tolist()
     kept = [row for row in rows[:max_rows or None] if row.strip()]
     if not kept:
-        raise ValueError(f"{path} holds no text (column {column!r} is empty); give a corpus with text in it")
+        raise InputError(f"{path} holds no text (column {column!r} is empty); give a corpus with text in it")
     return kept, len(rows)
 
 
@@ -117,7 +118,7 @@ def split_rows(rows, val_fraction, seed):
     order = np.random.default_rng(seed).permutation(len(rows))
     n_val = max(1, round(val_fraction * len(rows)))
     if n_val >= len(rows):
-        raise ValueError(f"{len(rows)} row(s) cannot be split into training and validation; "
+        raise InputError(f"{len(rows)} row(s) cannot be split into training and validation; "
                          f"give a corpus with more rows")
     return [rows[i] for i in np.sort(order[n_val:])], [rows[i] for i in np.sort(order[:n_val])]
 
@@ -133,7 +134,7 @@ def split_text(text, val_fraction):
     if line_start is not None:
         cut = line_start.end()
     if not 0 < cut < len(text):
-        raise ValueError(f"{len(text):,} characters cannot be split into training and validation text; "
+        raise InputError(f"{len(text):,} characters cannot be split into training and validation text; "
                          f"give a longer text")
     return text[:cut], text[cut:]
 
@@ -149,7 +150,7 @@ def make_windows(stream, seq_len, stride, what):
     Example: stream [0..5], seq_len 2, stride 2 -> inputs [[0, 1], [2, 3]], targets [[1, 2], [3, 4]]
     """
     if len(stream) < seq_len + 1:
-        raise ValueError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
+        raise InputError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
                          f"{seq_len + 1}; use a longer corpus or a smaller seq_len")
     windows = np.lib.stride_tricks.sliding_window_view(stream, seq_len + 1)[::stride]
     return windows[:, :-1], windows[:, 1:]
@@ -177,7 +178,7 @@ def prepare_data(corpus, s):
     inputs, targets = make_windows(token_stream(tokenizer, corpus.train_text), s.seq_len, s.stride, "training")
     val_stream = token_stream(tokenizer, corpus.val_text)
     if len(val_stream) < 2:
-        raise ValueError("the validation text is a single token; give a longer corpus or a larger val_fraction")
+        raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
     return Data(tokenizer, inputs, targets, val_stream, token_lengths(tokenizer))
 
 
@@ -302,7 +303,7 @@ def train_step(run, parallel, data, cfg, s):
     return loss, lr
 
 
-class Diverged(ValueError):
+class Diverged(InputError):
     """The loss or the gradient stopped being a finite number."""
 
 
@@ -438,7 +439,7 @@ def start_run(s, cfg, data, home, resume_from, corpus_sha256):
         return Run(checkpoint.new_run_folder(home), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
     saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
     if progress["corpus_sha256"] != corpus_sha256:
-        raise ValueError(f"the corpus {s.corpus_path} changed since the run in {resume_from}/ was interrupted; "
+        raise InputError(f"the corpus {s.corpus_path} changed since the run in {resume_from}/ was interrupted; "
                          f"start a new run without --resume")
     for name in params:
         params[name][...] = saved_params[name]
@@ -511,7 +512,7 @@ def resume_settings(s, argv):
     saved = checkpoint.read_json(folder / "resume.json")["settings"]
     for name in config.given(argv) - {"checkpoint", "resume"}:
         if name in saved and saved[name] != getattr(s, name):
-            raise ValueError(f"--resume continues with the settings of the interrupted run ({name} = "
+            raise InputError(f"--resume continues with the settings of the interrupted run ({name} = "
                              f"{saved[name]!r}); drop --{name}")
     resumed = config.settings(types.SimpleNamespace(**{**vars(s), **saved}))
     resumed.checkpoint = s.checkpoint
