@@ -1,11 +1,27 @@
-"""Numerical gradients by central differences, to check the hand-written backward passes.
+"""Check every hand-written backward pass against central differences, in float64.
 
-Used by the tests only. Work in float64: with h = 1e-5 the central difference is accurate to
-about h^2 from the truncation and 1e-16 / h from rounding, so float64 agrees with an exact
-backward to about 1e-10, while float32 could not tell a right gradient from a slightly wrong one.
+    python gradcheck.py            every layer on its own, then the whole model
+    python gradcheck.py layernorm  one layer (the names: python gradcheck.py --list)
+
+Change a backward in transformer.py, then run this: the table says, layer by layer and tensor by
+tensor, whether the gradient your backward computes equals the one measured by nudging each input
+up and down. A layer whose backward is wrong fails, and so does every layer built on it (the
+block, the model), so the table shows how far a mistake spreads. Exit status 0 when all pass, 1
+when one fails. The tests call the same checks.
+
+Why float64: with h = 1e-5 the central difference is accurate to about h^2 from the truncation
+and 1e-16 / h from rounding, so float64 agrees with an exact backward to about 1e-10, while
+float32 could not tell a right gradient from a slightly wrong one.
 """
 
+import sys
+
 import numpy as np
+
+import transformer as tf
+
+TOLERANCE = 1e-6  # worst relative error allowed; a right backward gets about 1e-9 or better
+ZERO = 1e-9  # a numerical gradient below this everywhere is 0 up to rounding; the backward's must be 0 too
 
 
 def numerical_grad(f, x, h=1e-5):
@@ -15,7 +31,8 @@ def numerical_grad(f, x, h=1e-5):
     entry of x is perturbed in place and restored before the next one.
     Example: x = np.array([3.0]), f = lambda: (x * x).sum() -> array([6.])
     """
-    assert x.dtype == np.float64, f"check gradients in float64, got {x.dtype}"
+    assert x.dtype == np.float64, f"check gradients in float64, got {x.dtype}: float32 rounding (1e-7) " \
+                                  f"divided by h hides a wrong gradient"
     grad = np.zeros_like(x)
     for index in np.ndindex(x.shape):
         original = x[index]
@@ -39,10 +56,240 @@ def relative_error(analytic, numeric):
     return 0.0 if scale == 0 else float(np.max(np.abs(analytic - numeric)) / scale)
 
 
+def gradient_error(analytic, numeric):
+    """relative_error, except where the true gradient is 0: then any non-zero entry is the error.
+
+    A gradient that is exactly 0 (the key bias: softmax ignores a constant added to a row) measures
+    as rounding noise of about 1e-11, and noise relative to noise says nothing; so where the
+    numerical gradient is below ZERO everywhere, the error is the backward's largest entry.
+    Example: analytic = [0.0, 1e-17], numeric = [3e-12, -1e-12] -> 1e-17
+    """
+    if np.max(np.abs(numeric)) < ZERO:
+        return float(np.max(np.abs(analytic)))
+    return relative_error(analytic, numeric)
+
+
 def check_params(loss, params, grads, h=1e-5):
-    """The relative error of every parameter's gradient: {name: worst relative error}.
+    """The error of every parameter's gradient: {name: gradient_error}.
 
     loss() returns the scalar loss from the current values of params; grads are the analytic
     gradients to check, with the same keys.
     """
-    return {name: relative_error(grads[name], numerical_grad(loss, params[name], h)) for name in params}
+    return {name: gradient_error(grads[name], numerical_grad(loss, params[name], h)) for name in params}
+
+
+def arrays_in(value):
+    """Every array in a cache (nested tuples, lists and dicts), in a fixed order."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [array for item in value for array in arrays_in(item)]
+    return []
+
+
+def layer_errors(forward_fn, backward_fn, inputs, rng):
+    """Check one layer's backward for every array in `inputs`: {name: error}, plus "(cache)" and
+    "(repeat)" where the backward is not a pure function of its arguments.
+
+    forward_fn() reads the arrays in `inputs` by reference and returns (out, cache);
+    backward_fn(dout, cache) returns {name: gradient} for the same names. The loss checked is
+    f = sum(out * dout), whose gradient on the output is dout, so the backward handed dout must
+    give the numerical gradient of f. The backward is then called again on the same cache: a
+    backward that writes into its cache or its dout gives other gradients the second time.
+    """
+    out, cache = forward_fn()
+    dout = rng.normal(size=np.shape(out))
+    before = [array.copy() for array in arrays_in((dout, cache))]
+    analytic = backward_fn(dout, cache)
+    f = lambda: float((forward_fn()[0] * dout).sum())
+    errors = {name: gradient_error(analytic[name], numerical_grad(f, x)) for name, x in inputs.items()}
+    after = arrays_in((dout, cache))
+    if not all(np.array_equal(old, new) for old, new in zip(before, after)):
+        errors["(cache)"] = float("inf")  # the backward wrote into its cache or its dout
+    again = backward_fn(dout, cache)
+    if not all(np.array_equal(analytic[name], again[name]) for name in analytic):
+        errors["(repeat)"] = float("inf")  # a second call on the same cache gave other gradients
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# The layers, each on small random inputs: shapes small enough to nudge every entry in a blink.
+
+# the model of these checks: T = 5 on a table of 8 positions, so rows 5..7 of pos_emb are never read
+TINY = tf.ModelConfig(vocab_size=7, context_len=8, emb_dim=4, num_heads=2, num_layers=2, ff_dim=8, ln_eps=1e-5)
+
+
+def block_inputs(rng):
+    """Random parameters of one block of TINY under their short names, gains and biases too."""
+    shapes = tf.param_shapes(TINY)
+    return {key: rng.normal(scale=0.5, size=shapes[f"block0.{key}"]) for key in tf.BLOCK_KEYS}
+
+
+def check_embedding(rng):
+    params = {"tok_emb": rng.normal(size=(4, 3)), "pos_emb": rng.normal(size=(6, 3))}
+    ids = np.array([[2, 0, 2, 1], [3, 3, 0, 2]])  # repeated ids: np.add.at must add every row
+
+    def backward(dX0, batch):
+        grads = {name: np.zeros_like(table) for name, table in params.items()}
+        tf.embed_backward(dX0, batch, grads)
+        return grads
+    return layer_errors(lambda: (tf.embed_forward(params, ids), ids), backward, params, rng)
+
+
+def check_linear(rng):
+    x, W, b = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 5)), rng.normal(size=5)
+    return layer_errors(lambda: tf.linear_forward(x, W, b),
+                        lambda d, c: dict(zip("xWb", tf.linear_backward(d, c))), {"x": x, "W": W, "b": b}, rng)
+
+
+def check_layernorm(rng):
+    x, gain, shift = rng.normal(size=(2, 3, 6)), rng.normal(size=6), rng.normal(size=6)
+    return layer_errors(lambda: tf.layernorm_forward(x, gain, shift, 1e-5),
+                        lambda d, c: dict(zip(("x", "gain", "shift"), tf.layernorm_backward(d, c))),
+                        {"x": x, "gain": gain, "shift": shift}, rng)
+
+
+def check_softmax(rng):
+    x = rng.normal(size=(2, 3, 5))
+    return layer_errors(lambda: (tf.softmax(x),) * 2, lambda d, probs: {"x": tf.softmax_backward(d, probs)},
+                        {"x": x}, rng)
+
+
+def check_attention(rng):
+    p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
+    used = {key: p[key] for key in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")}
+
+    def backward(dout, cache):
+        dx, grads = tf.attention_backward(dout, cache)
+        return {"x": dx, **grads}
+    return layer_errors(lambda: tf.attention_forward(x, p, num_heads=2), backward, {"x": x, **used}, rng)
+
+
+def check_gelu(rng):
+    x = rng.normal(scale=2.0, size=(3, 7))
+    return layer_errors(lambda: tf.gelu_forward(x), lambda d, c: {"x": tf.gelu_backward(d, c)}, {"x": x}, rng)
+
+
+def check_mlp(rng):
+    p, x = block_inputs(rng), rng.normal(size=(2, 3, 4))
+
+    def backward(dout, cache):
+        dx, grads = tf.mlp_backward(dout, cache)
+        return {"x": dx, **grads}
+    return layer_errors(lambda: tf.mlp_forward(x, p), backward,
+                        {"x": x, **{key: p[key] for key in ("W1", "b1", "W2", "b2")}}, rng)
+
+
+def check_block(rng):
+    p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
+
+    def backward(dout, cache):
+        dx, grads = tf.block_backward(dout, cache)
+        return {"x": dx, **grads}
+    return layer_errors(lambda: tf.block_forward(x, p, TINY), backward, {"x": x, **p}, rng)
+
+
+def check_loss(rng):
+    logits, targets = rng.normal(size=(6, 5)), np.array([0, 4, 4, 1, 2, 3])
+    # the loss is a scalar: f = loss * dout with dout a number, so the backward's dlogits is scaled by it
+    return layer_errors(lambda: tf.cross_entropy_forward(logits, targets),
+                        lambda d, c: {"logits": tf.cross_entropy_backward(c) * d}, {"logits": logits}, rng)
+
+
+def tiny_model():
+    """A model small enough to nudge every entry of every parameter: (cfg, params, ids, targets).
+
+    float64 parameters with every tensor random, gains and biases too, so no path hides at 0 or 1;
+    ids and targets of shape (B, T) = (3, 5), with id 3 repeated so np.add.at has work to do.
+    """
+    cfg = TINY
+    rng = np.random.default_rng(0)
+    params = tf.init_params(cfg, rng)
+    for tensor in params.values():
+        tensor += rng.normal(0.0, 0.3, tensor.shape)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, cfg.vocab_size, size=(3, 5))
+    ids[0, :2] = 3
+    targets = rng.integers(0, cfg.vocab_size, size=(3, 5))
+    return cfg, params, ids, targets
+
+
+def check_model(rng):
+    cfg, params, ids, targets = tiny_model()
+    _, grads = tf.loss_and_grads(params, ids, targets, cfg)
+    return check_params(lambda: tf.loss_and_grads(params, ids, targets, cfg)[0], params, grads)
+
+
+# name -> (the backward it judges, the check); in the order a learner meets them, the model last
+CHECKS = {
+    "embedding": ("embed_backward", check_embedding),
+    "linear": ("linear_backward", check_linear),
+    "layernorm": ("layernorm_backward", check_layernorm),
+    "softmax": ("softmax_backward", check_softmax),
+    "attention": ("attention_backward", check_attention),
+    "gelu": ("gelu_backward", check_gelu),
+    "mlp": ("mlp_backward", check_mlp),
+    "block": ("block_backward", check_block),
+    "loss": ("cross_entropy_backward", check_loss),
+    "model": ("loss_and_grads", check_model),
+}
+
+
+def check(layer, seed=3):
+    """{tensor: error} for one layer of CHECKS, on inputs drawn from `seed`."""
+    return CHECKS[layer][1](np.random.default_rng(seed))
+
+
+def report(layer, errors):
+    """The table's rows for one layer: layer, backward, tensor, error, pass or FAIL."""
+    backward = CHECKS[layer][0]
+    rows = []
+    for tensor, error in errors.items():
+        if tensor == "(cache)":
+            shown, outcome = "-", "FAIL: it wrote into its cache or its dout"
+        elif tensor == "(repeat)":
+            shown, outcome = "-", "FAIL: a second call gave other gradients"
+        else:
+            shown, outcome = f"{error:.1e}", "pass" if error < TOLERANCE else "FAIL"
+        rows.append(f"{layer:<10} {backward:<23} {tensor:<17} {shown:>8}  {outcome}")
+        layer = backward = ""
+    return rows
+
+
+def main(argv):
+    if argv in (["--list"], ["-h"], ["--help"]):
+        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS))
+        return 0
+    unknown = [name for name in argv if name not in CHECKS]
+    if unknown:
+        print(f"gradcheck.py: no layer {unknown[0]!r}; the layers are: {', '.join(CHECKS)}", file=sys.stderr)
+        return 2
+    layers = argv or list(CHECKS)
+    print(f"each backward against central differences, float64, h = 1e-5: pass below {TOLERANCE:.0e}\n")
+    print(f"{'layer':<10} {'backward':<23} {'tensor':<17} {'error':>8}  result")
+    failed = {}
+    for layer in layers:
+        errors = check(layer)
+        print("\n".join(report(layer, errors)), flush=True)
+        wrong = [tensor for tensor, error in errors.items() if not error < TOLERANCE]
+        if wrong:
+            failed[layer] = wrong
+    if not failed:
+        print(f"\nall {len(layers)} checked: every gradient agrees with central differences")
+        return 0
+    print(f"\n{len(failed)} of {len(layers)} failed:", file=sys.stderr)
+    for layer, tensors in failed.items():
+        wrong = [tensor for tensor in tensors if not tensor.startswith("(")]
+        if wrong:
+            print(f"  {CHECKS[layer][0]} ({layer}) gives a wrong gradient for {', '.join(wrong)}", file=sys.stderr)
+        if "(cache)" in tensors or "(repeat)" in tensors:
+            print(f"  {CHECKS[layer][0]} ({layer}) is not a pure function of its arguments: it writes into its "
+                  f"cache or its dout, so a second call gives other gradients", file=sys.stderr)
+    print("a layer built on a wrong one fails too: fix the first that fails, then run this again", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -206,7 +206,7 @@ def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
     return out, (xhat, rstd, gain)
 
 
-def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,); uses up the cache
+def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)
     xhat, rstd, gain = cache
     C = xhat.shape[-1]
     dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
@@ -217,8 +217,7 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     mean_dxhat = row_sum(dx) / C
     mean_dxhat_xhat = row_sum(dx, xhat) / C
     dx -= mean_dxhat
-    xhat *= mean_dxhat_xhat  # in place: xhat is not needed again, and the product needs no new array
-    dx -= xhat
+    dx -= xhat * mean_dxhat_xhat
     dx *= rstd
     return dx, dgain, dshift
 

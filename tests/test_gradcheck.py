@@ -1,92 +1,42 @@
-"""Every backward pass against central differences, in float64.
+"""Every backward pass against central differences, in float64: gradcheck.py's checks, as a learner
+runs them (`python gradcheck.py`), plus the facts about particular gradients worth a test of their own.
 
 Each layer on its own: f = sum(forward(x) * dout) has gradient dout on the layer's output, so
-the layer's backward with that dout must equal the numerical gradient of f, input and parameters.
-Then the whole loss_and_grads on the tiny model, every parameter, every entry.
+the layer's backward with that dout must equal the numerical gradient of f, input and parameters;
+and the backward must be a pure function of its arguments. Then the whole loss_and_grads on the
+tiny model, every parameter, every entry.
 """
+
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gradcheck import check_params, numerical_grad, relative_error
-from transformer import (attention_forward, attention_backward, block_backward, block_forward,
-                         cross_entropy_backward, cross_entropy_forward, gelu_backward, gelu_forward,
-                         layernorm_backward, layernorm_forward, linear_backward, linear_forward, loss_and_grads,
-                         mlp_backward, mlp_forward, softmax, softmax_backward)
+import gradcheck
+import transformer
+from gradcheck import TOLERANCE, block_inputs, check, check_params, numerical_grad, relative_error
+from transformer import (attention_backward, attention_forward, cross_entropy_backward, cross_entropy_forward,
+                         gelu_forward, loss_and_grads)
 
-TOLERANCE = 1e-6  # worst relative error allowed; a right backward gets about 1e-9 or better
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(3)
+REPO = Path(__file__).resolve().parent.parent
 
 
-def check_layer(forward_fn, backward_fn, inputs, rng):
-    """Check a layer's backward for every array in `inputs` (a dict); returns the worst relative error.
-
-    forward_fn() reads the arrays in `inputs` by reference and returns (out, cache);
-    backward_fn(dout, cache) returns a dict {name: gradient} for the same names.
-    """
-    out, cache = forward_fn()
-    dout = rng.normal(size=out.shape)
-    analytic = backward_fn(dout, cache)
-    f = lambda: float((forward_fn()[0] * dout).sum())
-    errors = {name: relative_error(analytic[name], numerical_grad(f, x)) for name, x in inputs.items()}
-    assert max(errors.values()) < TOLERANCE, errors
-    return max(errors.values())
+@pytest.mark.parametrize("layer", gradcheck.CHECKS)
+def test_backward_agrees_with_central_differences(layer):
+    errors = check(layer)
+    worst = max(errors, key=errors.get)
+    assert errors[worst] < TOLERANCE, f"{gradcheck.CHECKS[layer][0]}: {worst} {errors[worst]:.2e}"
 
 
-def test_linear(rng):
-    x, W, b = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 5)), rng.normal(size=5)
-    check_layer(lambda: linear_forward(x, W, b),
-                lambda d, c: dict(zip("xWb", linear_backward(d, c))), {"x": x, "W": W, "b": b}, rng)
+def test_the_model_check_covers_every_parameter(tiny_cfg, tiny_params):
+    assert list(check("model")) == list(tiny_params)
+    assert len(tiny_params) == 38
 
 
-def test_layernorm(rng):
-    x, gain, shift = rng.normal(size=(2, 3, 6)), rng.normal(size=6), rng.normal(size=6)
-    check_layer(lambda: layernorm_forward(x, gain, shift, 1e-5),
-                lambda d, c: dict(zip(("x", "gain", "shift"), layernorm_backward(d, c))),
-                {"x": x, "gain": gain, "shift": shift}, rng)
-
-
-def test_softmax(rng):
-    x = rng.normal(size=(2, 3, 5))
-    # both overwrite their first argument, so each gets a copy
-    check_layer(lambda: (softmax(x.copy()),) * 2, lambda d, probs: {"x": softmax_backward(d.copy(), probs)}, {"x": x},
-                rng)
-
-
-def test_gelu(rng):
-    x = rng.normal(scale=2.0, size=(3, 7))
-    check_layer(lambda: gelu_forward(x), lambda d, c: {"x": gelu_backward(d, c)}, {"x": x}, rng)
-
-
-def test_gelu_known_values():
-    y, _ = gelu_forward(np.array([0.0, 1.0, -1.0, 10.0]))
-    # 0.5 * 1 * (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906...
-    assert np.allclose(y, [0.0, 0.8411919906082768, -0.15880800939172324, 10.0], rtol=0, atol=1e-12)
-
-
-def block_inputs(rng, C=4, F=8):
-    shapes = {"ln1_gain": (C,), "ln1_shift": (C,), "Wq": (C, C), "bq": (C,), "Wk": (C, C), "bk": (C,),
-              "Wv": (C, C), "bv": (C,), "Wo": (C, C), "bo": (C,), "ln2_gain": (C,), "ln2_shift": (C,),
-              "W1": (C, F), "b1": (F,), "W2": (F, C), "b2": (C,)}
-    return {name: rng.normal(scale=0.5, size=shape) for name, shape in shapes.items()}
-
-
-def test_attention(rng):
-    p = block_inputs(rng)
-    x = rng.normal(size=(2, 5, 4))
-    used = {k: p[k] for k in ("Wq", "bq", "Wk", "Wv", "bv", "Wo", "bo")}  # bk: see test_key_bias_gets_no_gradient
-
-    def backward(dout, cache):
-        dx, grads = attention_backward(dout, cache)
-        return {"x": dx, **grads}
-    check_layer(lambda: attention_forward(x, p, num_heads=2), backward, {"x": x, **used}, rng)
-
-
-def test_attention_is_causal_in_its_gradient(rng):
+def test_attention_is_causal_in_its_gradient():
+    rng = np.random.default_rng(3)
     p = block_inputs(rng)
     x = rng.normal(size=(1, 5, 4))
     out, cache = attention_forward(x, p, num_heads=2)
@@ -97,32 +47,10 @@ def test_attention_is_causal_in_its_gradient(rng):
     assert np.all(np.abs(dx[0, :3]).sum(axis=-1) > 0)
 
 
-def test_mlp(rng):
-    p = block_inputs(rng)
-    x = rng.normal(size=(2, 3, 4))
-
-    def backward(dout, cache):
-        dx, grads = mlp_backward(dout, cache)
-        return {"x": dx, **grads}
-    check_layer(lambda: mlp_forward(x, p), backward, {"x": x, **{k: p[k] for k in ("W1", "b1", "W2", "b2")}}, rng)
-
-
-def test_block(tiny_cfg, rng):
-    p = block_inputs(rng)
-    x = rng.normal(size=(2, 5, 4))
-
-    def backward(dout, cache):
-        dx, grads = block_backward(dout, cache)
-        return {"x": dx, **grads}
-    checked = {k: v for k, v in p.items() if k != "bk"}  # see test_key_bias_gets_no_gradient
-    check_layer(lambda: block_forward(x, p, tiny_cfg), backward, {"x": x, **checked}, rng)
-
-
-def test_cross_entropy(rng):
-    logits, targets = rng.normal(size=(6, 5)), np.array([0, 4, 4, 1, 2, 3])
-    loss, cache = cross_entropy_forward(logits, targets)
-    numeric = numerical_grad(lambda: cross_entropy_forward(logits, targets)[0], logits)
-    assert relative_error(cross_entropy_backward(cache), numeric) < TOLERANCE
+def test_gelu_known_values():
+    y, _ = gelu_forward(np.array([0.0, 1.0, -1.0, 10.0]))
+    # 0.5 * 1 * (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906...
+    assert np.allclose(y, [0.0, 0.8411919906082768, -0.15880800939172324, 10.0], rtol=0, atol=1e-12)
 
 
 def test_cross_entropy_by_hand():
@@ -138,15 +66,11 @@ def test_cross_entropy_is_stable_for_huge_logits():
     assert np.all(np.isfinite(cross_entropy_backward(cache)))
 
 
-def test_whole_model_every_parameter_every_entry(tiny_cfg, tiny_params, tiny_batch):
+def test_unread_positions_get_no_gradient(tiny_cfg, tiny_params, tiny_batch):
     ids, targets = tiny_batch
-    loss, grads = loss_and_grads(tiny_params, ids, targets, tiny_cfg)
-    checked = {k: v for k, v in tiny_params.items() if not k.endswith(".bk")}  # see test_key_bias_gets_no_gradient
-    errors = check_params(lambda: loss_and_grads(tiny_params, ids, targets, tiny_cfg)[0], checked, grads)
-    assert len(errors) == 36
-    worst = max(errors, key=errors.get)
-    assert errors[worst] < TOLERANCE, f"{worst}: {errors[worst]:.2e}"
+    _, grads = loss_and_grads(tiny_params, ids, targets, tiny_cfg)
     assert np.all(grads["pos_emb"][5:] == 0)  # T = 5: the last three rows are never read
+    assert np.any(grads["pos_emb"][:5] != 0)
 
 
 def test_key_bias_gets_no_gradient(tiny_cfg, tiny_params, tiny_batch):
@@ -177,6 +101,12 @@ def test_numerical_grad_restores_its_input():
     assert np.allclose(grad, 3 * x * x, rtol=1e-9)
 
 
+def test_numerical_grad_refuses_float32():
+    x = np.ones(3, dtype=np.float32)
+    with pytest.raises(AssertionError, match="float64, got float32"):
+        numerical_grad(lambda: float(x.sum()), x)
+
+
 def test_relative_error_catches_a_wrong_gradient(tiny_cfg, tiny_params, tiny_batch):
     ids, targets = tiny_batch
     _, grads = loss_and_grads(tiny_params, ids, targets, tiny_cfg)
@@ -184,3 +114,64 @@ def test_relative_error_catches_a_wrong_gradient(tiny_cfg, tiny_params, tiny_bat
     errors = check_params(lambda: loss_and_grads(tiny_params, ids, targets, tiny_cfg)[0],
                           {"block0.Wv": tiny_params["block0.Wv"]}, grads)
     assert errors["block0.Wv"] > TOLERANCE
+
+
+def test_a_zero_gradient_must_be_zero():
+    # the numerical gradient is rounding noise around 0: the backward's own entries are the error
+    assert gradcheck.gradient_error(np.array([0.0, 1e-17]), np.array([3e-12, -1e-12])) == 1e-17
+    assert gradcheck.gradient_error(np.array([0.0, 0.5]), np.array([3e-12, -1e-12])) == 0.5
+    assert gradcheck.gradient_error(np.array([1.0, 0.0]), np.array([1.0, 1e-9])) == 1e-9
+
+
+# --- the learner's tool: a backward made wrong on purpose -----------------------------------------
+
+def layernorm_backward_without_the_mean(dout, cache):
+    """layernorm_backward with one term dropped: the path through the mean, - mean(dxhat)."""
+    xhat, rstd, gain = cache
+    dxhat = dout * gain
+    dx = rstd * (dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, (dout * xhat).reshape(-1, xhat.shape[-1]).sum(axis=0), dout.reshape(-1, xhat.shape[-1]).sum(axis=0)
+
+
+def layernorm_backward_that_uses_up_its_cache(dout, cache):
+    """The right gradient the first time; but it scales the cached xhat in place, so not the second."""
+    dx, dgain, dshift = transformer_layernorm_backward(dout, cache)
+    cache[0][...] *= 2.0
+    return dx, dgain, dshift
+
+
+transformer_layernorm_backward = transformer.layernorm_backward
+
+
+def test_a_dropped_term_fails_its_layer_and_the_layers_built_on_it(monkeypatch, capsys):
+    monkeypatch.setattr(transformer, "layernorm_backward", layernorm_backward_without_the_mean)
+    assert gradcheck.main([]) == 1
+    out, err = capsys.readouterr()
+    results = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in gradcheck.CHECKS}
+    for passing in ("embedding", "linear", "softmax", "attention", "gelu", "mlp", "loss"):
+        assert results[passing].endswith("pass"), results[passing]
+    assert "layernorm_backward (layernorm) gives a wrong gradient for x" in err
+    assert "block_backward (block)" in err and "loss_and_grads (model)" in err
+    assert "3 of 10 failed" in err
+
+
+def test_a_backward_that_writes_into_its_cache_fails(monkeypatch, capsys):
+    monkeypatch.setattr(transformer, "layernorm_backward", layernorm_backward_that_uses_up_its_cache)
+    assert gradcheck.main(["layernorm"]) == 1
+    out, err = capsys.readouterr()
+    assert "FAIL: it wrote into its cache or its dout" in out
+    assert "layernorm_backward (layernorm) is not a pure function of its arguments" in err
+
+
+def test_the_command_line(tmp_path):
+    result = subprocess.run([sys.executable, "gradcheck.py"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "all 10 checked: every gradient agrees" in result.stdout
+    assert "FAIL" not in result.stdout
+    one = subprocess.run([sys.executable, "gradcheck.py", "gelu"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert one.returncode == 0 and "gelu_backward" in one.stdout and "attention" not in one.stdout
+    bad = subprocess.run([sys.executable, "gradcheck.py", "nosuchlayer"], cwd=REPO, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == ("gradcheck.py: no layer 'nosuchlayer'; the layers are: embedding, linear, layernorm, "
+                          "softmax, attention, gelu, mlp, block, loss, model\n")
