@@ -9,9 +9,10 @@ A checkpoint folder holds
     resume.npz       the latest weights and AdamW's moments, for `python train.py --resume`
     resume.json      where training stood: step, settings, history
 
-Training's home folder (checkpoints/) holds a folder for each run, runs/<start time>/, with all of
+Training's home folder (checkpoints/) holds a folder for each run, runs/<its name>/, with all of
 that run's files, and on top the latest good model, a copy of the best model of the run that
-saved last: that is what talk.py reads. A model on top that no run folder holds (one trained
+saved last: that is what talk.py reads. A run is named by `train.py --name`, or by its UTC start
+time and its corpus (20261201-0230-tinyshakespeare); talk.py and generate.py find it by that name. A model on top that no run folder holds (one trained
 before runs/ existed) is copied into runs/ before anything replaces it, so every model stays
 until its owner deletes it.
 
@@ -19,7 +20,7 @@ Every file is written to a temporary name and renamed once all the files of a sa
 so a failed or interrupted write leaves the old files whole. A kill between two renames leaves a
 mix, which loading recognises by the sha256 in model.json; a run's own folder is written before
 the top, so one of the two is always whole, and loading a home folder whose top is not whole
-takes the newest whole model in its runs/. Loading checks everything and raises ValueError with
+takes the newest whole model in its runs/. Loading checks everything and raises InputError with
 what is wrong and what to do.
 """
 
@@ -75,7 +76,7 @@ def json_bytes(obj):
 
 
 def read_npz(path):
-    """Named arrays of an .npz file, in stored order, never unpickling; ValueError if unreadable."""
+    """Named arrays of an .npz file, in stored order, never unpickling; InputError if unreadable."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
@@ -110,7 +111,7 @@ def save_model(folder, params, cfg, tokenizer, meta):
 
 
 def check_weights(arrays, cfg, path):
-    """Raise ValueError unless the arrays are exactly this model's parameters, finite, in order."""
+    """Raise InputError unless the arrays are exactly this model's parameters, finite, in order."""
     expected = param_shapes(cfg)
     if list(arrays) != list(expected):
         missing = [name for name in expected if name not in arrays]
@@ -122,6 +123,24 @@ def check_weights(arrays, cfg, path):
             raise InputError(f"{path}: {name} has shape {array.shape}, model.json says {shape}; {RETRAIN}")
         if array.dtype not in (np.float32, np.float64) or not np.all(np.isfinite(array)):
             raise InputError(f"{path}: {name} is not finite float32/float64 numbers; {RETRAIN}")
+
+
+def corpus_kind(meta):
+    """What the model in model.json (meta) learned from: "rows" of a CSV or one running "text" (a .txt).
+    A model saved before model.json recorded it: "text" where its corpus was a .txt, as train.py tells
+    the two apart, else "rows"."""
+    corpus = meta.get("corpus") if isinstance(meta.get("corpus"), dict) else {}
+    if corpus.get("kind") in ("rows", "text"):
+        return corpus["kind"]
+    return "text" if str(corpus.get("path", "")).lower().endswith(".txt") else "rows"
+
+
+def characters_said(count, kind):
+    """A corpus's size in characters, as train.py and talk.py both say it.
+
+    Example: characters_said(178405, "rows") -> "178,405 characters, each row's newline included"
+    """
+    return f"{count:,} characters" + (", each row's newline included" if kind == "rows" else "")
 
 
 def load(folder):
@@ -193,7 +212,7 @@ def new_run_folder(home):
     one whose model is on top included (its folder may be gone, or the model copied from elsewhere)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     on_top = None
-    with contextlib.suppress(ValueError, OSError, AttributeError):
+    with contextlib.suppress(InputError, OSError, AttributeError):
         on_top = read_json(Path(home) / "model.json").get("run")
     for attempt in range(1, 1000):
         name = stamp if attempt == 1 else f"{stamp}-{attempt}"
@@ -225,7 +244,7 @@ def keep_earlier_model(home, replacing_run):
     if run == replacing_run:
         return  # superseded by a better model of its own run
     if isinstance(run, str):
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(InputError):
             if load_files(home / "runs" / run).meta.get("weights_sha256") == model.meta.get("weights_sha256"):
                 return
     kept = home / "runs" / f"earlier-{model.meta['weights_sha256'][:12]}"
@@ -242,7 +261,7 @@ def keep_earlier_model(home, replacing_run):
 
 def run_to_resume(folder):
     """The run folder to resume: folder itself where it holds a resume state, else the latest run in
-    folder/runs/. ValueError where there is none, or where it is finished."""
+    folder/runs/. InputError where there is none, or where it is finished."""
     folder = Path(folder)
     if (folder / "resume.json").is_file():
         run = folder

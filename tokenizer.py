@@ -84,7 +84,7 @@ class BPETokenizer:
         return len(self._pieces)
 
     def encode(self, text):
-        """Turn text into token ids; a character outside the alphabet is a ValueError.
+        """Turn text into token ids; a character outside the alphabet is an InputError.
 
         Example: tokenizer trained on ["aaabdaaabac"], text="aaab" -> [6]
         """

@@ -72,7 +72,7 @@ def test_layernorm_eps_keeps_a_constant_row_finite():
 def test_layernorm_backward_worked_example():
     x, gain, shift = layernorm_example()
     _, cache = layernorm_forward(x, gain, shift, EPS)
-    xhat = cache[0].copy()  # a copy: the backward uses up the cache
+    xhat = cache[0].copy()
     dout = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
     # dxhat = dout * gain = [1, 0, 0, 0] and [0, 2, 0, 0]; mean(dxhat) = 1/4 and 2/4
     # mean(dxhat * xhat) = (1 * -5/3) / 4 = -5/12 = -0.41667 and (2 * -1) / 4 = -0.5
@@ -91,6 +91,7 @@ def test_layernorm_backward_worked_example():
     # adding a constant to a row leaves xhat unchanged, so dx has zero row sums; scaling a row leaves
     # xhat unchanged only when eps = 0, so only then is dx orthogonal to the row's deviations
     assert np.allclose(dx.sum(axis=-1), 0, atol=1e-15)
+    assert np.array_equal(cache[0], xhat)  # the backward only read its cache
     assert np.allclose((exact_dx * (x - x.mean(axis=-1, keepdims=True))).sum(axis=-1), 0, atol=1e-15)
     # with eps: sum_i dx_i xhat_i = rstd C mean(dxhat xhat) eps / (variance + eps) = -6.2e-7 and -2.5e-6
     assert close((dx * xhat).sum(axis=-1) * 1e6, [-0.6173, -2.5000])
