@@ -1,11 +1,34 @@
 """Shared fixtures: a tiny model small enough to check every entry of every gradient, and a tiny
 trained checkpoint for the tests of the scripts."""
 
+import functools
+import http.server
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import time
 import types
+from pathlib import Path
 
 import pytest
 
 import gradcheck
+
+
+# The math first and the docs last: a learner who breaks a backward and runs `pytest -x` stops at
+# the check of the math that broke, not at a page that quotes the line they changed.
+MATH_FIRST = ("test_gradcheck.py", "test_transformer.py", "test_examples_layers.py", "test_examples_model.py",
+              "test_torch_parity.py")
+DOCS_LAST = ("test_docs.py", "test_figures.py", "test_widgets.py", "test_site.py")
+
+
+def pytest_collection_modifyitems(items):
+    def part(item):
+        name = item.path.name
+        return 0 if name in MATH_FIRST else 2 if name in DOCS_LAST else 1
+    items.sort(key=lambda item: (part(item), MATH_FIRST.index(item.path.name) if part(item) == 0 else 0))
 
 
 @pytest.fixture
@@ -49,3 +72,115 @@ def tiny_checkpoint(tmp_path_factory):
     s = types.SimpleNamespace(**{**config.defaults(), **overrides})
     config.check(s)
     return train.train(s)
+
+
+# The docs site in a real browser, for tests/test_site.py and tests/test_widgets.py. `site` builds
+# the site once with `mkdocs build --strict` and serves it on 127.0.0.1; `browser` is the system's
+# Chromium driven by Playwright; `open_site_page("01-embeddings/")` opens a page and records its
+# console errors and every request that leaves the site. Without mkdocs, Playwright or Chromium
+# these tests skip with the reason, except under CI (CI=true), where they must run.
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; a browser that a tool downloads cannot be fetched here
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def missing(reason):
+    """Skip for want of a tool, or fail under CI, where every test must run."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the browser tests must run)")
+    pytest.skip(reason)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class Site:
+    """The built site in `root`, served at `origin`. Example: Site(...).url("01-embeddings/")"""
+
+    def __init__(self, root, origin, build_seconds):
+        self.root, self.origin, self.build_seconds = root, origin, build_seconds
+
+    def url(self, path=""):
+        return f"{self.origin}/{path}"
+
+    def serves(self, url):
+        """True for a URL on this server, or one that never leaves the page (data:, blob:, about:)."""
+        return url.startswith((self.origin + "/", "data:", "blob:", "about:"))
+
+    def pages(self):
+        """Each HTML page of the site as the path to open. Example: '01-embeddings/', 'source/transformer.py/'"""
+        found = []
+        for file in sorted(self.root.rglob("*.html")):
+            path = file.relative_to(self.root).as_posix()
+            found.append(path[: -len("index.html")] if path.endswith("index.html") else path)
+        return found
+
+    def file(self, url):
+        """The file behind a URL of the site, or None. Example: origin + '/01-embeddings/#x' -> root/01-embeddings/index.html"""
+        path = url[len(self.origin):].split("#")[0].split("?")[0].lstrip("/")
+        file = self.root / path
+        return file / "index.html" if file.is_dir() else file if file.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
+        missing('mkdocs or mkdocs-material is not installed (pip install -e ".[docs]")')
+    root = tmp_path_factory.mktemp("site")
+    started = time.perf_counter()
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(root),
+                            "--config-file", str(REPO / "mkdocs.yml")], capture_output=True, text=True,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, cwd=REPO)
+    assert built.returncode == 0, f"mkdocs build --strict failed:\n{built.stdout}{built.stderr}"
+    build_seconds = time.perf_counter() - started
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=root))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Site(root, f"http://127.0.0.1:{server.server_port}", build_seconds)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if importlib.util.find_spec("playwright") is None:
+        missing('Playwright is not installed (pip install -e ".[docs]")')
+    if not Path(CHROMIUM).is_file():
+        missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+class Visit:
+    """An open page of the site with what it said on the console and the requests that left the site."""
+
+    def __init__(self, page, errors, foreign_requests):
+        self.page, self.errors, self.foreign_requests = page, errors, foreign_requests
+
+
+@pytest.fixture
+def open_site_page(site, browser):
+    """open_site_page(path) -> Visit, once the page has loaded and MathJax has typeset it; closed after the test."""
+    opened = []
+
+    def open_page(path):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        opened.append(page)
+        visit = Visit(page, [], [])
+        page.on("console", lambda message: visit.errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: visit.errors.append(str(error)))
+        page.on("request", lambda request: None if site.serves(request.url) else visit.foreign_requests.append(request.url))
+        page.goto(site.url(path), wait_until="load")
+        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        return visit
+
+    yield open_page
+    for page in opened:
+        page.close()

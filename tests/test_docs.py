@@ -31,6 +31,8 @@ PAGE_IDS = [page.relative_to(DOCS).as_posix() for page in PAGES]
 CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 EXAMPLE = re.compile(r"^Example: (tests/\w+\.py)::(\w+)\s*$")
+RESYNC = ("if the cited code only moved, `python docs/sync_docs.py` moves the citation; "
+          "if it changed, rewrite the page's quote (sync_docs lists those)")
 PROJECT_MODULES = ("transformer", "optim", "tokenizer", "generate", "gradcheck", "checkpoint")
 
 
@@ -76,14 +78,14 @@ def test_every_citation_quotes_its_lines(page):
         code = cited_lines(path, first, last)
         block = fenced_block(after) if squash(CODE_SPAN.sub("", CITATION.sub("", line))).strip("*`#: ") == "" else None
         if block is not None:
-            assert block == code, f"{where}: the code block differs from those lines"
+            assert block == code, f"{where}: the code block differs from those lines; {RESYNC}"
         elif line.lstrip().startswith("|"):
             for span in quoted_spans(line):
-                assert squash(span) in squash(" ".join(code)), f"{where}: `{span}` is not in those lines"
+                assert squash(span) in squash(" ".join(code)), f"{where}: `{span}` is not in those lines; {RESYNC}"
         else:  # running text names what it points at, and the cited lines must hold it
             named = [span for span in quoted_spans(line) if squash(span) in squash(" ".join(code))]
             assert named, (f"{where}: running text must name what it cites, as a `symbol` or `quoted fragment` "
-                           f"found in those lines")
+                           f"found in those lines; {RESYNC}")
         checked += 1
     assert checked or page.name == "index.md", f"{page.name} cites no code"
 

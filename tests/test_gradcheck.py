@@ -175,3 +175,15 @@ def test_the_command_line(tmp_path):
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == ("gradcheck.py: no layer 'nosuchlayer'; the layers are: embedding, linear, layernorm, "
                           "softmax, attention, gelu, mlp, block, loss, model\n")
+
+
+def test_pytest_runs_the_math_first_and_the_docs_last():
+    # so that `pytest -x` after an edit to a backward stops here, not at a page quoting the changed line
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    files = [line.split("::")[0] for line in result.stdout.splitlines() if "::" in line]
+    order = list(dict.fromkeys(files))
+    assert order[0] == "tests/test_gradcheck.py", order
+    assert order.index("tests/test_docs.py") > order.index("tests/test_train.py")
+    assert all(name.rsplit("/", 1)[-1] in ("test_docs.py", "test_figures.py", "test_widgets.py", "test_site.py")
+               for name in order[order.index("tests/test_docs.py"):]), order
