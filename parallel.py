@@ -244,7 +244,7 @@ def serve(connection, shared_params, shared_grads, shapes, dtype, cfg):
 # page faults, hundreds a step, each page zeroed anew. When a block it served that way is freed,
 # glibc raises the threshold to that block's size (up to 32 MiB) and keeps up to twice that free
 # before it trims. Measured on 2 cores, a whole step against without it: 23% faster at the book
-# recipe's shape, 17% at the reference shape (docs/12-performance.md).
+# recipe's shape, 17% at the reference shape (docs/engineering/performance.md).
 def keep_freed_memory():
     """Make glibc's malloc keep the memory a step frees, for the next step, by freeing one block
     just under 32 MiB: never written to, it costs no page. Elsewhere it is a block made and freed."""

@@ -151,7 +151,7 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 # Sums over the last axis, as products with a vector of ones.
 
 # Measured: the layer norm with these sums, in place, makes a training step 8% faster at the book recipe's
-# shape and 11% at the reference shape than written with .mean(axis=-1) (docs/12-performance.md)
+# shape and 11% at the reference shape than written with .mean(axis=-1) (docs/engineering/performance.md)
 def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """The sum over the last axis of one array, or of the product of two, without making the product.
 
@@ -231,7 +231,7 @@ def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S po
 
 
 # Measured: the heads, dq, dk and dv written in place with out= make a training step 12-14% faster at the
-# book recipe's shape, and 1% slower at the reference shape (docs/12-performance.md)
+# book recipe's shape, and 1% slower at the reference shape (docs/engineering/performance.md)
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""

@@ -4,7 +4,7 @@ Run by hand, never by pytest:
     python benchmarks/bench_ab.py OTHER_FOLDER [--base FOLDER] [--shape reference|book|all]
                                   [--turns N] [--burst N] [--pause S]
 
-This is how a speed trick is judged ("Plain unless measured", docs/12-performance.md): copy the
+This is how a speed trick is judged ("Plain unless measured", docs/engineering/performance.md): copy the
 tree (`git worktree add /tmp/plain HEAD`, or cp -r), put one function of the copy back to its plain
 form, and run this script on the copy. --base (default: this project's root) is the other side.
 
@@ -21,7 +21,7 @@ alternates from pair to pair, so whatever else the machine does meanwhile falls 
 Before each turn it sleeps --pause seconds: an idle BLAS pool spins for a while after its last
 task, and on a machine with few cores that would slow whichever side runs next. The defaults
 (5 steps a turn at the book shape, 20 at the reference shape, a pause of 0.01 s, 40 turns) are
-the settings of the second round of figures in docs/12-performance.md.
+the settings of the figures in docs/engineering/performance.md.
 
 Printed per shape: each side's median milliseconds per step, and how much slower or faster the
 other side is: its median over the base's, minus one. With the code as committed on the base
