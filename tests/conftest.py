@@ -97,6 +97,12 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def copyfile(self, source, outputfile):
+        try:
+            super().copyfile(source, outputfile)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser left the page before this file arrived
+
 
 class Site:
     """The built site in `root`, served at `origin`. Example: Site(...).url("01-embeddings/")"""
@@ -165,16 +171,19 @@ class Visit:
         self.page, self.errors, self.foreign_requests = page, errors, foreign_requests
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def open_site_page(site, browser):
-    """open_site_page(path) -> Visit, once the page has loaded and MathJax has typeset it; closed after the test."""
+    """open_site_page(path) -> Visit, once the page has loaded and MathJax has typeset it.
+
+    Close visit.page when done with it; any left open are closed at the end of the run."""
     opened = []
 
     def open_page(path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         opened.append(page)
         visit = Visit(page, [], [])
-        page.on("console", lambda message: visit.errors.append(message.text) if message.type == "error" else None)
+        page.on("console", lambda message: visit.errors.append(f"{message.text} ({message.location['url']})")
+                if message.type == "error" else None)
         page.on("pageerror", lambda error: visit.errors.append(str(error)))
         page.on("request", lambda request: None if site.serves(request.url) else visit.foreign_requests.append(request.url))
         page.goto(site.url(path), wait_until="load")
@@ -183,4 +192,5 @@ def open_site_page(site, browser):
 
     yield open_page
     for page in opened:
-        page.close()
+        if not page.is_closed():
+            page.close()

@@ -1,0 +1,195 @@
+"""The docs as a site, opened in a real browser (headless Chromium): every page loads with no console
+error and no request leaving the site, every formula is typeset, every picture loads, every internal
+link and anchor lands, and a citation opens the source at its line. The fixtures (site, browser,
+open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip, except
+under CI."""
+
+import html
+import html.parser
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+RAW_TEX = re.compile(r"\$\$|\\\(|\\\[|\\[A-Za-z]+\{|\\(?:frac|sum|mathrm|partial|cdot|odot|sqrt|top|in)\b")
+
+
+def load_hook():
+    """docs/hooks/site.py as a module, to test its pure functions without a build."""
+    spec = importlib.util.spec_from_file_location("site_hook", REPO / "docs" / "hooks" / "site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Ids(html.parser.HTMLParser):
+    """Every id (and name) an HTML file holds: what a #fragment can land on."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.ids = set()
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.ids.update(value for key, value in attrs if key in ("id", "name") and value)
+
+
+@pytest.fixture(scope="module")
+def hook():
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.skip('mkdocs is not installed (pip install -e ".[docs]")')
+    return load_hook()
+
+
+def test_citations_become_links_to_their_line_outside_code(hook):
+    text = "`forward` (transformer.py:139) and transformer.py:138-139, but not `transformer.py:5`"
+    assert hook.link_citations(text, "") == (
+        "`forward` ([transformer.py:139](source/transformer.py.md#L139){.citation}) and "
+        "[transformer.py:138-139](source/transformer.py.md#L138){.citation}, but not `transformer.py:5`")
+    assert hook.link_citations("tests/test_optim.py:54", "engineering") == (
+        "[tests/test_optim.py:54](../source/tests/test_optim.py.md#L54){.citation}")
+
+
+def test_citations_in_fenced_code_stay_text(hook):
+    page = type("Page", (), {"file": type("File", (), {"src_uri": "01-x.md"})()})()
+    markdown = "see optim.py:3\n\n```python\nx = 1  # optim.py:3\n```\n"
+    assert hook.on_page_markdown(markdown, page, None, None) == (
+        "see [optim.py:3](source/optim.py.md#L3){.citation}\n\n```python\nx = 1  # optim.py:3\n```\n")
+
+
+def test_highlighted_lines_keep_the_files_lines(hook):
+    code = 'x = """a\n\nb"""\n\ny = 2  # two\n'
+    lines = hook.highlighted_lines(code)
+    assert len(lines) == 5
+    assert [html.unescape(re.sub("<[^>]+>", "", line)) for line in lines] == ['x = """a', "", 'b"""', "", "y = 2  # two"]
+
+
+def test_a_broken_anchor_fails_the_strict_build(tmp_path):
+    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
+        pytest.skip('mkdocs or mkdocs-material is not installed (pip install -e ".[docs]")')
+    shutil.copytree(REPO, tmp_path / "repo", ignore=shutil.ignore_patterns(".git", "checkpoints", "data", "site"))
+    page = tmp_path / "repo" / "docs" / "index.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nSee [nowhere](01-embeddings.md#no-such-heading).\n",
+                    encoding="utf-8")
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "out")],
+                           capture_output=True, text=True, cwd=tmp_path / "repo",
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert built.returncode != 0
+    assert "does not contain an anchor '#no-such-heading'" in built.stderr
+
+
+VISIBLE_TEXT = """() => {
+    const body = document.querySelector("article") || document.body;
+    const copy = body.cloneNode(true);
+    copy.querySelectorAll("pre, code, script, style, mjx-container").forEach(e => e.remove());
+    return copy.textContent;
+}"""
+
+MATH = """() => [...document.querySelectorAll(".arithmatex")].map(e => ({
+    tex: e.textContent.slice(0, 80),
+    typeset: e.querySelector("mjx-container") !== null,
+    error: e.querySelector("mjx-merror") !== null,
+}))"""
+
+IMAGES = """async () => Promise.all([...document.images].map(async img => {
+    img.loading = "eager";
+    try { await img.decode(); } catch (error) {}
+    return {src: img.getAttribute("src"), width: img.naturalWidth};
+}))"""
+
+LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
+
+SOURCE_LINES = """() => [...document.querySelectorAll(".source-line")].map(e => {
+    const copy = e.cloneNode(true);
+    copy.querySelector(".source-lineno").remove();
+    return [e.id, copy.textContent.replace(/\\n$/, "")];
+})"""
+
+
+@pytest.fixture(scope="module")
+def tour(site, open_site_page):
+    """Every page of the site opened once: {path: what the checks below read from it}."""
+    seen = {}
+    for path in site.pages():
+        visit = open_site_page(path)
+        seen[path] = {"errors": visit.errors, "foreign": visit.foreign_requests, "math": visit.page.evaluate(MATH),
+                      "text": visit.page.evaluate(VISIBLE_TEXT), "images": visit.page.evaluate(IMAGES),
+                      "links": visit.page.evaluate(LINKS), "source lines": visit.page.evaluate(SOURCE_LINES)}
+        visit.page.close()
+    print(f"{len(seen)} pages, built in {site.build_seconds:.1f} s")
+    return seen
+
+
+def test_every_page_loads_with_no_console_error_and_nothing_from_outside(tour):
+    problems = {path: {"console errors": page["errors"], "requests leaving the site": page["foreign"]}
+                for path, page in tour.items() if page["errors"] or page["foreign"]}
+    assert not problems, problems
+    assert "01-embeddings/" in tour and "source/transformer.py/" in tour
+
+
+def test_every_formula_is_typeset_and_none_left_as_tex(tour):
+    problems = {}
+    for path, page in tour.items():
+        untypeset = [m["tex"] for m in page["math"] if not m["typeset"] or m["error"]]
+        raw = [] if path.startswith("source/") else sorted({m[0] for m in RAW_TEX.finditer(page["text"])})
+        if untypeset or raw:
+            problems[path] = {"formulas not typeset or in error": untypeset, "TeX left in the text": raw}
+    assert not problems, problems
+    formulas = sum(len(page["math"]) for page in tour.values())
+    assert formulas > 100, f"only {formulas} formulas in the whole site: is arithmatex still marking them?"
+
+
+def test_every_picture_loads(tour):
+    broken = {path: bad for path, page in tour.items() if (bad := [i["src"] for i in page["images"] if i["width"] == 0])}
+    assert not broken, broken
+
+
+def test_every_internal_link_and_anchor_resolves(site, tour):
+    broken, checked, ids = {}, 0, {}
+    for path, page in tour.items():
+        for href in page["links"]:
+            if not href.startswith(site.origin + "/"):
+                continue  # a link out of the site is a link, not a request, and there is no network to check it
+            target = site.file(href)
+            fragment = href.split("#", 1)[1] if "#" in href else ""
+            if target is not None and target.suffix == ".html" and fragment and target not in ids:
+                ids[target] = Ids(target.read_text(encoding="utf-8")).ids
+            if target is None or (fragment and target.suffix == ".html" and fragment not in ids[target]):
+                broken.setdefault(path, []).append(href[len(site.origin):])
+            checked += 1
+    assert not broken, broken
+    assert checked > 1000, f"only {checked} internal links: are the citations still links?"
+
+
+def test_every_rendered_source_line_is_the_files_line(tour):
+    sources = [path for path in tour if path.startswith("source/")]
+    assert "source/transformer.py/" in sources
+    for path in sources:
+        lines = (REPO / path[len("source/"):].rstrip("/")).read_text(encoding="utf-8").splitlines()
+        assert tour[path]["source lines"] == [[f"L{n}", line] for n, line in enumerate(lines, 1)], path
+
+
+def line_of(path, text):
+    """The number of the first line of a repository file that starts with `text`."""
+    lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if line.startswith(text))
+
+
+def test_a_citation_opens_the_source_at_its_line(open_site_page):
+    line = line_of("transformer.py", "def embed_forward(")
+    visit = open_site_page("01-embeddings/")
+    citation = visit.page.locator(f"a.citation:text-matches('^transformer\\\\.py:{line}(-\\\\d+)?$')").first
+    citation.click()
+    visit.page.wait_for_url(f"**/source/transformer.py/#L{line}")
+    target = visit.page.locator(":target")
+    assert target.get_attribute("id") == f"L{line}"
+    assert "def embed_forward(" in target.inner_text()
+    assert target.is_visible() and target.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
+    top = target.evaluate("e => e.getBoundingClientRect().top")
+    assert 0 <= top < visit.page.viewport_size["height"], "the cited line is not on the screen"
