@@ -8,13 +8,14 @@ functions (transformer.py, generate.py) on every choice the example offers and w
 so docs/widgets/widgets.js only looks values up and lays them out. The inputs are the hand-picked
 ones of the tests that the pages' worked examples use, so a page's table and its example agree.
 The sampling example works on the next-token logits of a real checkpoint, stored in its file
-with their provenance; without --checkpoint they are read back from that file.
+with their provenance; without --checkpoint they are read back from that file. The inputs are
+imported from the tests, so pytest must be installed (pip install -e ".[test]").
 
 A widget's file:
     title, caption      what the example is and where its numbers come from
     controls            [{name, label, options: [[value, label], ...], initial, slider, needs}]
     tables              {name: {by: [control names], cases: {"v1|v2": {field: value}}}}
-    panels              [{field, title, kind, wrong, compare, row}]: what the page shows, in order
+    panels              [{field, title, kind, wrong, compare, row, bars}]: what the page shows, in order
 Non-finite numbers are written as the strings "inf", "-inf" and "nan", which JSON cannot hold.
 """
 
@@ -254,10 +255,12 @@ def attention():
         "tables": {"choice": {"by": ["head", "t", "scale"], "cases": cases}},
         "panels": [panel("q", "q_t, this head's query"), panel("k", "k, this head's keys (one per position)"),
                    panel("scores", "scores = q_t k^T / sqrt(hs)"), panel("mask", "causal_mask row t"),
-                   panel("masked", "scores + mask"), panel("attn", "attention weights: softmax, shifted by the row's largest"),
+                   panel("masked", "scores + mask"),
+                   panel("attn", "attention weights: softmax, shifted by the row's largest"),
                    panel("naive", "Naive: exp(scores) / sum(exp(scores)), no shift", wrong=True, compare="attn"),
                    panel("v", "v, this head's values"), panel("out", "this head's output, attn row t @ v"),
-                   panel("dattn", "dattn = dheads @ v^T, row t"), panel("dscores", "dscores = softmax_backward(dattn, attn), row t"),
+                   panel("dattn", "dattn = dheads @ v^T, row t"),
+                   panel("dscores", "dscores = softmax_backward(dattn, attn), row t"),
                    panel("dbq", 'grads["bq"] of this head: dq summed over every position')],
     }
 

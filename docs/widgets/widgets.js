@@ -72,8 +72,9 @@
 
   function matrixPanel(panel, value, other, markedRow) {
     const shape = shapeOf(value);
-    const rows = shape.length === 2 ? value : [shape.length === 1 ? value : [value]];
-    const otherRows = other === undefined ? null : (shape.length === 2 ? other : [shape.length === 1 ? other : [other]]);
+    const asRows = (v) => (shape.length === 2 ? v : [shape.length === 1 ? v : [v]]);  // a table's rows
+    const rows = asRows(value);
+    const otherRows = other === undefined ? null : asRows(other);
     const table = element("table", "w-matrix");
     rows.forEach((row, i) => {
       const tr = element("tr");
@@ -100,7 +101,9 @@
       panel.field.forEach((name) => {
         const value = fields[name][i];
         const differs = name in compare && format(value) !== format(fields[compare[name]][i]);
-        const cell = Array.isArray(value) ? element("td", "", `[${value.map(format).join(", ")}]`) : valueCell(value, differs);
+        const cell = Array.isArray(value)
+          ? element("td", "", `[${value.map(format).join(", ")}]`)
+          : valueCell(value, differs);
         if (panel.bars.includes(name) && typeof value === "number") {
           const bar = element("span", "w-bar");
           bar.style.width = `${(6 * value).toFixed(2)}em`;  // a probability of 1 is 6em long
@@ -142,7 +145,8 @@
         figure.classList.add("w-wide");
       } else {
         const marked = panel.row === null ? -1 : Number(chosen[panel.row]);
-        [title, body] = matrixPanel(panel, fields[panel.field], panel.compare ? fields[panel.compare] : undefined, marked);
+        const other = panel.compare ? fields[panel.compare] : undefined;
+        [title, body] = matrixPanel(panel, fields[panel.field], other, marked);
       }
       if (title) figure.append(element("figcaption", "", title));
       figure.append(body);
@@ -162,7 +166,9 @@
       label.append(input, " ", shows);
     } else {
       input = element("select");
-      for (const [value, text] of control.options) input.append(new Option(text, value, false, value === control.initial));
+      for (const [value, text] of control.options) {
+        input.append(new Option(text, value, false, value === control.initial));
+      }
       label.append(input);
     }
     input.dataset.control = control.name;
