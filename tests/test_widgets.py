@@ -260,6 +260,13 @@ def test_sampling_data_names_its_checkpoint_and_shows_the_naive_form_overflowing
     assert "nan" in case("sampling", 0.01, table="temperature")["naive"]
 
 
+def test_the_sampling_widget_reads_the_model_of_the_pages_figures():
+    figures = json.loads((REPO / "docs" / "figures.json").read_text(encoding="utf-8"))["provenance"]
+    assert sampling_source()["provenance"]["model.npz sha256"] == figures["model.npz sha256"], (
+        "docs/widgets/sampling.json and docs/figures.json read different models: run python docs/make_widgets.py "
+        "--checkpoint FOLDER with the folder docs/make_figures.py read")
+
+
 def test_make_widgets_without_its_stored_logits_is_one_line_and_exit_2(make_widgets, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(make_widgets, "WIDGETS", tmp_path)
     with pytest.raises(SystemExit) as exit_status:
