@@ -51,7 +51,7 @@ def test_citations_become_links_to_their_line_outside_code(hook):
     text = "`forward` (transformer.py:139) and transformer.py:138-139, but not `transformer.py:5`"
     assert hook.link_citations(text, "") == (
         "`forward` ([transformer.py:139](source/transformer.py.md#L139){.citation}) and "
-        "[transformer.py:138-139](source/transformer.py.md#L138){.citation}, but not `transformer.py:5`")
+        "[transformer.py:138-139](source/transformer.py.md?lines=138-139#L138){.citation}, but not `transformer.py:5`")
     assert hook.link_citations("tests/test_optim.py:54", "engineering") == (
         "[tests/test_optim.py:54](../source/tests/test_optim.py.md#L54){.citation}")
 
@@ -181,15 +181,19 @@ def line_of(path, text):
     return next(n for n, line in enumerate(lines, 1) if line.startswith(text))
 
 
-def test_a_citation_opens_the_source_at_its_line(open_site_page):
-    line = line_of("transformer.py", "def embed_forward(")
+def test_a_citation_opens_the_source_at_its_line_with_its_range_lit(open_site_page):
+    first = line_of("transformer.py", "def embed_forward(")
     visit = open_site_page("01-embeddings/")
-    citation = visit.page.locator(f"a.citation:text-matches('^transformer\\\\.py:{line}(-\\\\d+)?$')").first
+    citation = visit.page.locator(f"a.citation:text-matches('^transformer\\\\.py:{first}-\\\\d+$')").first
+    last = int(citation.inner_text().split("-")[1])
     citation.click()
-    visit.page.wait_for_url(f"**/source/transformer.py/#L{line}")
+    visit.page.wait_for_url(f"**/source/transformer.py/?lines={first}-{last}#L{first}")
     target = visit.page.locator(":target")
-    assert target.get_attribute("id") == f"L{line}"
+    assert target.get_attribute("id") == f"L{first}"
     assert "def embed_forward(" in target.inner_text()
-    assert target.is_visible() and target.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
     top = target.evaluate("e => e.getBoundingClientRect().top")
     assert 0 <= top < visit.page.viewport_size["height"], "the cited line is not on the screen"
+    lit = visit.page.evaluate("""() => [...document.querySelectorAll(".source-line")]
+        .filter(e => getComputedStyle(e).backgroundColor !== "rgba(0, 0, 0, 0)").map(e => e.id)""")
+    assert lit == [f"L{n}" for n in range(first, last + 1)]
+    visit.page.close()

@@ -102,10 +102,12 @@ def link_citations(text, page_dir):
     """Each citation in running text (not in a code span) as a Markdown link to its line.
 
     Example: 'see transformer.py:139' on index.md -> 'see [transformer.py:139](source/transformer.py.md#L139){.citation}'
+    A range N-M adds ?lines=N-M, which docs/javascripts/source-lines.js reads to light every line of it.
     """
     def link(match):
         target = posixpath.relpath(f"{SOURCE_DIR}/{match[1]}.md", page_dir or ".")
-        return f"[{match[0]}]({target}#L{match[2]}){{.citation}}"
+        lines = f"?lines={match[2]}-{match[3]}" if match[3] else ""
+        return f"[{match[0]}]({target}{lines}#L{match[2]}){{.citation}}"
 
     pieces = CODE_SPAN.split(text)  # text, fence, code, text, fence, code, ...
     out = []
