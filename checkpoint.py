@@ -2,7 +2,8 @@
 
 A checkpoint folder holds
     model.npz        the weights, one array per parameter, in the canonical order
-    model.json       the model's shape, the settings it was trained with, the corpus's sha256,
+    model.json       the model's shape, the settings it was trained with, the corpus (its sha256, and
+                     whether it was rows of a CSV or one text: where a reply ends),
                      the loss history, library versions, a format version, and the sha256 of
                      model.npz and model.tok.json so a mismatched set of files is caught
     model.tok.json   the tokenizer
@@ -12,9 +13,9 @@ A checkpoint folder holds
 Training's home folder (checkpoints/) holds a folder for each run, runs/<its name>/, with all of
 that run's files, and on top the latest good model, a copy of the best model of the run that
 saved last: that is what talk.py reads. A run is named by `train.py --name`, or by its UTC start
-time and its corpus (20261201-0230-tinyshakespeare); talk.py and generate.py find it by that name. A model on top that no run folder holds (one trained
-before runs/ existed) is copied into runs/ before anything replaces it, so every model stays
-until its owner deletes it.
+time and its corpus (20261201-0230-tinyshakespeare); talk.py and generate.py find it by that name.
+A model on top that no run folder holds (one trained before runs/ existed) is copied into runs/
+before anything replaces it, so every model stays until its owner deletes it.
 
 Every file is written to a temporary name and renamed once all the files of a save are written,
 so a failed or interrupted write leaves the old files whole. A kill between two renames leaves a
@@ -28,7 +29,9 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass, fields
@@ -138,9 +141,9 @@ def corpus_kind(meta):
 def characters_said(count, kind):
     """A corpus's size in characters, as train.py and talk.py both say it.
 
-    Example: characters_said(178405, "rows") -> "178,405 characters, each row's newline included"
+    Example: characters_said(178405, "rows") -> "178,405 characters with each row's newline"
     """
-    return f"{count:,} characters" + (", each row's newline included" if kind == "rows" else "")
+    return f"{count:,} characters" + (" with each row's newline" if kind == "rows" else "")
 
 
 def load(folder):
@@ -207,22 +210,123 @@ def check_writable(folder):
                          f"--checkpoint") from None
 
 
-def new_run_folder(home):
-    """A new, empty folder home/runs/<UTC start time>/ for a run, named unlike any run of home, the
-    one whose model is on top included (its folder may be gone, or the model copied from elsewhere)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    on_top = None
+def run_folders(home):
+    """The run folders in home/runs/, by name; a folder being written (its name starts with a dot) is none."""
+    runs = Path(home) / "runs"
+    return sorted(path for path in runs.iterdir() if path.is_dir() and not path.name.startswith(".")) \
+        if runs.is_dir() else []
+
+
+def taken_run_names(home):
+    """The names no new run of home may take: its runs' and that of the run whose model is on top (its
+    folder may be gone, or the model copied from elsewhere): keep_earlier_model tells models by run name."""
+    names = {run.name for run in run_folders(home)}
     with contextlib.suppress(InputError, OSError, AttributeError):
-        on_top = read_json(Path(home) / "model.json").get("run")
+        names.add(read_json(Path(home) / "model.json").get("run"))
+    return names
+
+
+def default_run_name(corpus_path, now):
+    """A run's name where the person gave none: its UTC start time, to the minute, and its corpus's name.
+
+    Example: default_run_name("data/tinyshakespeare.txt", 2026-12-01 02:30 UTC) -> "20261201-0230-tinyshakespeare"
+    """
+    corpus = re.sub(r"[^\w.-]+", "-", Path(corpus_path).stem).strip("-.") or "corpus"
+    return f"{now:%Y%m%d-%H%M}-{corpus}"
+
+
+def check_run_name(home, name):
+    """Raise InputError unless name can name a new run of home: a folder name of its own, not empty,
+    without a slash, not starting with a dot (a folder being written), and no run's name already."""
+    if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
+        raise InputError(f"--name {name!r} cannot name a run's folder: give a name that is not empty, has no / or \\ "
+                         f"and does not start with a dot, such as --name shakespeare")
+    if name in taken_run_names(home):
+        raise InputError(f"there is already a run named {name!r} in {home}/; choose another --name "
+                         f"(python talk.py --list lists the runs)")
+
+
+def new_run_folder(home, name, given):
+    """A new, empty folder home/runs/<name>/ for a run. A name the person gave (given) is that folder
+    or InputError; a default name that is taken becomes name-2, name-3, ..."""
+    if given:
+        check_run_name(home, name)
+    taken = taken_run_names(home)
     for attempt in range(1, 1000):
-        name = stamp if attempt == 1 else f"{stamp}-{attempt}"
-        if name == on_top:
+        candidate = name if attempt == 1 else f"{name}-{attempt}"
+        if candidate in taken:
             continue
-        with contextlib.suppress(FileExistsError):
-            folder = Path(home) / "runs" / name
+        try:
+            folder = Path(home) / "runs" / candidate
             folder.mkdir(parents=True)
             return folder
+        except FileExistsError:
+            if given:  # made since check_run_name looked
+                raise InputError(f"there is already a run named {name!r} in {home}/; choose another --name") from None
     raise InputError(f"cannot make a run folder in {home}/runs/")
+
+
+def find(value, home):
+    """The folder a --checkpoint value names: a folder, as it is; else a run of home/runs/ by its name,
+    or by the start of its name where it starts one run's name only. InputError where it names none,
+    or starts the names of several runs."""
+    folder = Path(value)
+    if folder.is_dir() or "/" in value or os.sep in value:
+        return folder
+    names = [run.name for run in run_folders(home)]
+    starting = [name for name in names if name.startswith(value)]
+    if value in names or len(starting) == 1:
+        return Path(home) / "runs" / (value if value in names else starting[0])
+    if starting:
+        raise InputError(f"{value!r} starts the names of {len(starting)} runs in {home}/runs/: {', '.join(starting)}; "
+                         f"give more of the name")
+    raise InputError(f"no folder {value}/, and no run in {home}/runs/ is named {value!r} or starts so; "
+                     f"python talk.py --list lists the runs, python train.py trains one")
+
+
+@dataclass
+class RunSummary:
+    """One line of `python talk.py --list`: a run of a home folder, or a model on top that no run holds."""
+    name: str  # the run's folder name, what --checkpoint takes
+    saved: datetime  # when it last wrote a file (UTC)
+    corpus: str  # the corpus file's name
+    steps: str  # "1,500/2,200" where the run's resume state tells its length, else the steps of its model
+    best_bpc: float  # bits per character of its best model on the held-out text; nan before its first validation
+    on_top: bool  # its model is the one on top of the home folder, what talk.py reads by default
+
+
+def read_description(path):
+    """The dict in a JSON file of a run, or {} where it is missing or broken (the listing still lists the run)."""
+    with contextlib.suppress(InputError, OSError):
+        found = read_json(path)
+        return found if isinstance(found, dict) else {}
+    return {}
+
+
+def summarize(folder, name, top_sha):
+    """The RunSummary of the model and resume state in folder; top_sha: the weights' sha256 of the model on top."""
+    meta, progress = read_description(folder / "model.json"), read_description(folder / "resume.json")
+    saved = max([path.stat().st_mtime for path in folder.iterdir() if path.is_file()] or [folder.stat().st_mtime])
+    corpus, steps, best_bpc = "?", "?", math.nan
+    with contextlib.suppress(KeyError, TypeError, AttributeError):
+        corpus = Path(meta["corpus"]["path"] if meta else progress["settings"]["corpus_path"]).name
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        steps = f"{progress['step']:,}/{progress['total_steps']:,}" if progress else f"{meta['steps']:,}"
+    with contextlib.suppress(KeyError, TypeError, AttributeError):
+        best_bpc = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]["val_bpc"]
+    on_top = top_sha is not None and meta.get("weights_sha256") == top_sha
+    return RunSummary(name, datetime.fromtimestamp(saved, timezone.utc), corpus, steps, best_bpc, on_top)
+
+
+def summarize_runs(home):
+    """A RunSummary for each run of home, the one saved last first, and first of all for a model on top
+    that no run holds (one trained before run folders existed)."""
+    top_sha = read_description(Path(home) / "model.json").get("weights_sha256")
+    runs = sorted((summarize(run, run.name, top_sha) for run in run_folders(home)),
+                  key=lambda run: run.saved, reverse=True)
+    if top_sha is not None and not any(run.on_top for run in runs):
+        return [summarize(Path(home), f"({home}/ itself: no run folder holds its model)", top_sha), *runs]
+    return runs
 
 
 def home_of(run_folder):

@@ -8,6 +8,7 @@ On import this file checks that its values agree with each other and says which 
 """
 
 import argparse
+import difflib
 import re
 import sys
 import types
@@ -64,7 +65,7 @@ recipe = ""  # a named set of overrides from RECIPES, applied before the setting
 # Each value chosen by measurement on a 2-core machine, for the best bits per character on held-out
 # text per second of training; benchmarks/bench_text.py measures the recipe, the README has its figures.
 RECIPES = {
-    "book": {  # one plain-text book or play of about 1 MB: python train.py --recipe book --corpus_path my.txt
+    "book": {
         # bits/char on held-out Shakespeare, at about the same wall time: one block 2.15-2.21, two 2.41,
         # four 2.53 (width 96) or 2.69 (width 128); a second seed moved a result by 0.06
         "num_layers": 1, "emb_dim": 128, "num_heads": 4, "ff_dim": 512, "context_len": 64, "seq_len": 64,
@@ -74,6 +75,9 @@ RECIPES = {
         "warmup_steps": 100, "beta2": 0.99, "weight_decay": 0.1,  # nanoGPT's; 50, 0.999, 0.01 did no better
         "eval_interval": 500, "eval_tokens": 8192,  # five quick validations on a fixed choice of windows
     },
+}
+RECIPE_USES = {  # what each recipe is for, a line each in --help
+    "book": "one plain-text book or play of about 1 MB: python train.py --recipe book --corpus_path my.txt",
 }
 
 
@@ -129,19 +133,44 @@ def check(s):
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and exit status 2, without the usage block."""
+    """An ArgumentParser whose errors are one line and exit status 2, without the usage block; a
+    mistyped option is told the nearest one it may have meant."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: {message}{self.nearest_options(message)} (see --help)\n")
+
+    def nearest_options(self, message):
+        """For argparse's message about unknown options, the options they are nearest to, else "".
+
+        Example: "unrecognized arguments: --max_step 20" -> " (did you mean --max_steps?)"
+        """
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        options = [option for option in self._option_string_actions if option.startswith("--")]
+        typed = [word.split("=", 1)[0] for word in message.split()[2:] if word.startswith("--")]
+        # a setting of this file that the script does not read was meant as typed; 0.75 keeps --seq_len from --seed
+        meant = {word: difflib.get_close_matches(word, options, n=1, cutoff=0.75) for word in typed
+                 if word[2:] not in defaults()}
+        guesses = [f"{near[0]}{f' for {word}' if len(typed) > 1 else ''}" for word, near in meant.items() if near]
+        return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with each default, keeping the line breaks a help text has (the recipes, a line each)."""
+
+    def _split_lines(self, text, width):
+        split = super()._split_lines  # argparse's, which joins lines: applied to each line alone
+        return [line for part in text.splitlines() for line in split(part, width)]
 
 
 def parser(description, names=None, helps=None):
     """A command-line parser with one `--name value` option per setting (those in names, or all),
     typed by its default; its help is the setting's comment here, or helps[name] where given."""
-    p = _OneLineParser(description=description, allow_abbrev=False,
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _OneLineParser(description=description, allow_abbrev=False, formatter_class=_HelpFormatter)
     group = p.add_argument_group("settings (defaults from config.py)")
+    recipes = "\n".join(f"  {name}: {use}" for name, use in RECIPE_USES.items())
     notes = {**comments(), **(helps or {})}
+    notes["recipe"] = f"{notes['recipe']}. The recipes:\n{recipes}\n"
     for name, value in defaults().items():
         if names is None or name in names:
             group.add_argument(f"--{name}", type=type(value), default=value,

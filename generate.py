@@ -4,8 +4,11 @@
 
 generate.py and talk.py read the same command line: the sampling settings of config.py, the window,
 and two choices. A character the model has never seen is left out of the prompt with a warning
-(--strict refuses the prompt instead), and a continuation ends with its row, at the first newline
-the model writes (--full writes all max_new_tokens instead).
+(--strict refuses the prompt instead), and a continuation keeps the shape of what the model
+learned (reply_end): from the rows of a CSV it ends at the end of its row, the first newline it
+writes; from one running text (a .txt: a book, a play) at the end of its paragraph, the first
+blank line it writes, so a speech comes out whole with its speaker and line breaks. --full writes
+all max_new_tokens instead. --checkpoint takes a folder, or a run's name (or the start of one).
 
 Each new token is drawn from the last position's logits, filtered in this order:
     1. temperature: divide the logits by it (0 means greedy: take the most likely token)
@@ -108,6 +111,33 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             logits, cache = forward(params, np.array(context), cfg)
 
 
+# --- where a reply ends ---------------------------------------------------------------------------
+
+REPLY_ENDS = {"rows": "\n", "text": "\n\n"}  # a CSV's row ends at its newline; a text's paragraph at a blank line
+
+
+def reply_end(written, kind):
+    """Where the reply ends in the text written so far, for a model of that kind (checkpoint.corpus_kind):
+    the index of the first end of a row ("rows") or of a paragraph ("text"); None while it goes on.
+
+    Example: reply_end("ROMEO:\\nO, she doth\\nteach\\n\\nJULIET:", "text") -> 24; with "rows" -> 6
+    """
+    at = written.find(REPLY_ENDS[kind])
+    return None if at < 0 else at
+
+
+def printable(written, kind):
+    """(how much of the text written so far can be printed, whether the reply has ended). Everything
+    where kind is None (--full); else up to the reply's end, or while it goes on, all but the newlines
+    at the end, which may be the start of its end (both ends are newlines): the next token tells."""
+    if kind is None:
+        return len(written), False
+    end = reply_end(written, kind)
+    if end is not None:
+        return end, True
+    return len(written.rstrip("\n")), False
+
+
 # --- the command line of generate.py and talk.py --------------------------------------------------
 
 SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tokens", "seed")  # of config.py
@@ -118,7 +148,8 @@ def sampling_parser(description):
     the three options below; a training setting (--epochs) is refused as an unknown option."""
     p = config.parser(description, SAMPLING_SETTINGS, {
         "seed": "seeds the random draws of the sampling: the same seed and prompt give the same text",
-        "checkpoint": "the folder to read the model from: a home folder (its latest good model) or one run's folder"})
+        "checkpoint": "the model to read: a home folder (its latest good model), one run's folder, or a run's name "
+                      "in checkpoints/runs/ or the start of one (python talk.py --list lists them)"})
     group = p.add_argument_group("what the model reads, and where it stops")
     group.add_argument("--window", type=int, default=0, metavar="INT",
                        help="tokens the model reads: the last INT of the prompt and what it has written so far, "
@@ -127,8 +158,9 @@ def sampling_parser(description):
                        help="refuse a prompt with a character the model has never seen, instead of leaving "
                             "the character out with a warning")
     group.add_argument("--full", action="store_true",
-                       help="write all max_new_tokens tokens, instead of stopping at the end of the row "
-                            "(the first newline the model writes)")
+                       help="write all max_new_tokens tokens, instead of stopping where the model ends a reply: "
+                            "at the end of a row (its first newline) for a model of a CSV's rows, at the end "
+                            "of a paragraph (its first blank line) for a model of one text")
     return p
 
 
@@ -140,18 +172,24 @@ def trained_window(model):
     return seq_len if isinstance(seq_len, int) else model.cfg.context_len
 
 
-def load_for_sampling(p, argv=None):
-    """(arguments, checkpoint) for a script that samples: argv parsed with a sampling_parser, its
-    settings checked, --checkpoint loaded, and args.window filled in where it was left at 0."""
+def parse_sampling(p, argv=None):
+    """argv parsed with a sampling_parser, its settings checked."""
     args = config.parse(p, argv)
     config.settings(args)  # checks the values given; the settings sampling does not use are not read
+    return args
+
+
+def load_for_sampling(args):
+    """The checkpoint --checkpoint names (a folder, or a run of config.py's checkpoint folder by its
+    name), with args.checkpoint made that folder and args.window filled in where it was left at 0."""
+    args.checkpoint = checkpoint.find(args.checkpoint, config.defaults()["checkpoint"])
     model = checkpoint.load(args.checkpoint)
     context_len = model.cfg.context_len
     args.window = args.window or trained_window(model)
     if not 0 < args.window <= context_len:  # checked here, before anything is printed
         raise InputError(f"--window {args.window} does not fit this model: it reads 1 to {context_len} tokens "
                          f"(its context_len); give --window {context_len} or less, or leave it out")
-    return args, model
+    return model
 
 
 def warn(message):
@@ -178,28 +216,36 @@ def known_prompt_ids(tokenizer, text, strict):
     return ids
 
 
-def print_continuation(tokenizer, prompt_ids, new_ids, full):
-    """Print the prompt, then each new token as soon as it is drawn, up to the end of the row (the
-    first newline the model writes; every training row ended with one), or all of them with full."""
+def print_continuation(tokenizer, prompt_ids, new_ids, kind):
+    """Print the prompt, then each new token as soon as it is drawn, up to the end of the reply for a
+    model of that kind (reply_end), or all of them where kind is None (--full); then one newline."""
     print(tokenizer.decode(prompt_ids), end="", flush=True)
+    written, shown = "", 0
     for token_id in new_ids:
-        text = tokenizer.decode([token_id])
-        row, newline, _ = text.partition("\n")  # a merged token can hold text after the newline too
-        print(text if full else row, end="", flush=True)
-        if newline and not full:
+        written += tokenizer.decode([token_id])  # a merged token can hold text past the reply's end too
+        ready, ended = printable(written, kind)
+        print(written[shown:ready], end="", flush=True)
+        shown = ready
+        if ended:
             break  # no more tokens are drawn: generate waits for the next one to be asked for
     print()
+
+
+def reply_kind(model, full):
+    """The kind of reply print_continuation writes: None with --full, else the kind of text the model learned."""
+    return None if full else checkpoint.corpus_kind(model.meta)
 
 
 def main(argv=None):
     p = sampling_parser("Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
-    args, model = load_for_sampling(p, argv)
+    args = parse_sampling(p, argv)
+    model = load_for_sampling(args)
     prompt_ids = known_prompt_ids(model.tokenizer, args.prompt, args.strict)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     new_ids = generate(model.params, model.cfg, prompt_ids, args.max_new_tokens, args.window, sampling,
                        np.random.default_rng(args.seed))
-    print_continuation(model.tokenizer, prompt_ids, new_ids, args.full)
+    print_continuation(model.tokenizer, prompt_ids, new_ids, reply_kind(model, args.full))
 
 
 if __name__ == "__main__":

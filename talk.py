@@ -1,21 +1,25 @@
 """Talk to a trained model: type the start of a text and watch the model continue it.
 
     python talk.py                                  # the model in checkpoints/
-    python talk.py --checkpoint runs/big --temperature 0.5
+    python talk.py --list                           # the runs in checkpoints/runs/, by name
+    python talk.py --checkpoint shakespeare --temperature 0.5   # a run, by its name or the start of it
     python talk.py < prompts.txt                    # one prompt (or command) a line, no "> " shown
 
 Each line typed is a prompt. The model continues it one token at a time, printed as soon as it is
-drawn, until it ends the row (every training row ended with a newline, so the model learned where
-rows end) or has written /len tokens; with --full, always /len tokens. Characters the model has
-never seen are left out with a warning; with --strict, such a line is refused with a warning.
-Lines starting with / are commands; /help lists them. The command line is generate.py's, without
-the prompt: `python talk.py --help` lists it.
+drawn, until it ends its reply or has written /len tokens; with --full, always /len tokens. Where a
+reply ends is what the model learned (generate.reply_end): a model of a CSV's rows ends it with its
+row, at the first newline it writes (every training row ended with one); a model of one text (a
+book, a play) ends it with its paragraph, at the first blank line, so a speech comes out whole.
+Characters the model has never seen are left out with a warning; with --strict, such a line is
+refused with a warning. Lines starting with / are commands; /help lists them. The command line is
+generate.py's, without the prompt, and --list: `python talk.py --help` lists it.
 
 Ctrl-C stops a continuation and returns to the prompt; at the prompt it clears the line. Ctrl-D
 (the end of the input) or /quit leaves, with exit status 0. A missing or broken checkpoint is one
 line on stderr and exit status 2.
 """
 
+import math
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,8 +29,8 @@ import numpy as np
 import checkpoint
 import config
 from errors import InputError
-from generate import (Sampling, generate, known_prompt_ids, load_for_sampling, print_continuation,
-                      sampling_parser, warn)
+from generate import (Sampling, generate, known_prompt_ids, load_for_sampling, parse_sampling, print_continuation,
+                      reply_kind, sampling_parser, warn)
 
 
 @dataclass
@@ -38,7 +42,8 @@ class Session:
     max_new_tokens: int
     seed: int
     strict: bool  # refuse a line with characters the model has never seen, rather than leave them out
-    full: bool  # write max_new_tokens tokens, rather than stop at the end of the row
+    full: bool  # write max_new_tokens tokens, rather than stop at the end of the reply
+    home: Path  # the folder whose runs /models lists
     rng: np.random.Generator = field(init=False)
 
     def __post_init__(self):
@@ -51,8 +56,9 @@ def describe(model, folder):
     try:
         meta, corpus = model.meta, model.meta["corpus"]
         best = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]  # the weights saved
+        characters = checkpoint.characters_said(corpus["characters"], checkpoint.corpus_kind(meta))
         about = (f"model: {sum(p.size for p in model.params.values()):,} parameters, {model.cfg.vocab_size} tokens; "
-                 f"trained {meta['trained_at']} on {corpus['path']} ({corpus['characters']:,} characters, "
+                 f"trained {meta['trained_at']} on {corpus['path']} ({characters}, "
                  f"{corpus['validation_characters']:,} held out); "
                  f"best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
     except (KeyError, TypeError, ValueError) as err:
@@ -108,7 +114,12 @@ SETTERS = {  # command: (its argument, what it sets, the function that sets it)
     "/len": ("N", "the most tokens one continuation may have, 1 or more", set_length),
     "/seed": ("N", "restart the random draws from seed N (0 or more), to repeat a session", set_seed),
 }
-COMMAND_LIST = ", ".join([f"{name} {arg}" for name, (arg, _, _) in SETTERS.items()] + ["/settings", "/help", "/quit"])
+COMMAND_LIST = ", ".join([f"{name} {arg}" for name, (arg, _, _) in SETTERS.items()] +
+                         ["/settings", "/models", "/help", "/quit"])
+REPLY_ENDS_SAID = {  # where a reply ends (generate.reply_end), and why, for each kind of text a model learned
+    "rows": ("the end of its row", "a newline: every row it learned from ended with one"),
+    "text": ("the end of its paragraph", "a blank line, as in the text it learned from"),
+}
 
 
 def settings_line(session):
@@ -118,14 +129,31 @@ def settings_line(session):
             f"seed {session.seed}, window {session.window} tokens")
 
 
-def help_text():
-    lines = ["Type some text and press Enter: the model continues it a token at a time, until it ends the",
-             "row (a newline: every training row ended with one) or has written /len tokens; started with",
-             "--full, it always writes /len tokens. Characters it has never seen are left out; started with",
-             "--strict, such a line is refused. Ctrl-C stops a continuation; Ctrl-D or /quit leaves.", "commands:"]
+def help_text(session):
+    end, why = REPLY_ENDS_SAID[checkpoint.corpus_kind(session.model.meta)]
+    lines = ["Type some text and press Enter: the model continues it a token at a time, until it reaches",
+             f"{end} ({why}),", "or has written /len tokens; started with --full, it always writes /len tokens.",
+             "Characters it has never seen are left out; started with --strict, such a line is refused.",
+             "Ctrl-C stops a continuation; Ctrl-D or /quit leaves.", "commands:"]
     lines += [f"  {name + ' ' + arg:<10} {what}" for name, (arg, what, _) in SETTERS.items()]
-    lines += [f"  {'/settings':<10} show the settings now", f"  {'/help':<10} this text", f"  {'/quit':<10} leave"]
+    lines += [f"  {'/settings':<10} show the settings now", f"  {'/models':<10} list the runs, as talk.py --list does",
+              f"  {'/help':<10} this text", f"  {'/quit':<10} leave"]
     return "\n".join(lines)
+
+
+def runs_table(home):
+    """The runs of home as `talk.py --list` and /models print them, a line each; InputError where there are none."""
+    runs = checkpoint.summarize_runs(home)
+    if not runs:
+        raise InputError(f"there are no runs in {home}/runs/ yet: train one with `python train.py`, "
+                         f"named with --name NAME if you like")
+    rows = [("", "name", "saved (UTC)", "corpus", "steps", "best bits/char")]
+    rows += [("*" if run.on_top else "", run.name, f"{run.saved:%Y-%m-%d %H:%M}", run.corpus, run.steps,
+              "not yet" if math.isnan(run.best_bpc) else f"{run.best_bpc:.3f}") for run in runs]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join([f"runs in {home}/runs/, the last saved first (* is on top of {home}/: what talk.py reads "
+                      f"without --checkpoint)", *lines])
 
 
 def run_command(session, line):
@@ -134,9 +162,14 @@ def run_command(session, line):
     if name == "/quit":
         return False
     if name == "/help":
-        print(help_text())
+        print(help_text(session))
     elif name == "/settings":
         print(settings_line(session))
+    elif name == "/models":
+        try:
+            print(runs_table(session.home))
+        except InputError as err:
+            warn(str(err))
     elif name not in SETTERS:
         warn(f"unknown command {name}; the commands are {COMMAND_LIST}")
     else:
@@ -163,7 +196,7 @@ def continue_text(session, text):
         return
     new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,
                        session.window, session.sampling, session.rng)
-    print_continuation(session.model.tokenizer, prompt_ids, new_ids, session.full)
+    print_continuation(session.model.tokenizer, prompt_ids, new_ids, reply_kind(session.model, session.full))
 
 
 def read_line(interactive):
@@ -194,15 +227,24 @@ def converse(session, interactive):
 
 def main(argv=None):
     p = sampling_parser("Talk to a trained model: type text, it continues it (settings from config.py).")
+    p.add_argument("--list", action="store_true",
+                   help="list the runs in --checkpoint's runs/ folder (name, when, corpus, steps, best bits/char, "
+                        "which is on top), and leave")
+    args = parse_sampling(p, argv)
+    if args.list:
+        print(runs_table(Path(args.checkpoint)))
+        return
     try:
-        args, model = load_for_sampling(p, argv)
+        model = load_for_sampling(args)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    home = checkpoint.home_of(model.folder) or args.checkpoint  # a run of a home, or the home itself
     session = Session(model, args.window, Sampling(args.temperature, args.top_k, args.top_p), args.max_new_tokens,
-                      args.seed, args.strict, args.full)
+                      args.seed, args.strict, args.full, home)
     interactive = sys.stdin.isatty()
     print(describe(model, args.checkpoint))
-    print("Type some text to have it continued; /help lists the commands; Ctrl-D or /quit leaves.", flush=True)
+    ends = "" if args.full else f", up to {REPLY_ENDS_SAID[checkpoint.corpus_kind(model.meta)][0]}"
+    print(f"Type some text to have it continued{ends}; /help lists the commands; Ctrl-D or /quit leaves.", flush=True)
     if interactive:
         try:
             import readline  # noqa: F401  line editing and history for input(); on a terminal only, where it is quiet

@@ -2,6 +2,7 @@
 
     python train.py                                     # config.py's settings, on data/sample.csv
     python train.py --recipe book --corpus_path my.txt  # a book or play of your own, with its recipe
+    python train.py --recipe book --corpus_path my.txt --name mybook  # the same, the run named mybook
     python train.py --resume                            # continue the latest run, if it was interrupted
 
 The corpus is a CSV, whose rows are documents, each ending with a newline, or a .txt, one exact
@@ -9,11 +10,14 @@ text. Its training part becomes one token stream, cut into windows of seq_len + 
 `stride` tokens: the first seq_len are the input, the last seq_len the targets. The held-out part
 is scored whole at each validation, and the model with the best validation loss is kept.
 
-Each run writes into a folder of its own, checkpoints/runs/<its start time>/; once it has validated
-a model, its best model is also copied to checkpoints/, where talk.py reads it. Earlier runs stay.
+Each run writes into a folder of its own, checkpoints/runs/<its name>/ (--name, or its UTC start time
+and its corpus's name); once it has validated a model, its best model is also copied to
+checkpoints/, where talk.py reads it. Earlier runs stay; `python talk.py --list` lists them.
 """
 
+import collections
 import math
+import os
 import re
 import signal
 import sys
@@ -30,7 +34,7 @@ import checkpoint
 import config
 from errors import InputError
 from files import write_atomically
-from generate import Sampling, generate
+from generate import Sampling, generate, reply_end
 from optim import Adam, clip_grad_norm, lr_schedule
 from parallel import DataParallel, processes_for
 from tokenizer import BPETokenizer
@@ -40,6 +44,7 @@ SAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "sample.csv"
 SAMPLE_PROMPT = "The "
 EVAL_BATCH = 64  # validation windows per forward pass
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
+RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
 
 
 # --- the corpus -------------------------------------------------------------------------------
@@ -49,6 +54,7 @@ class Corpus:
     path: Path
     train_text: str  # what the model learns from
     val_text: str  # held out: the model never trains on it
+    kind: str  # "rows" of a CSV, or one running "text": where a reply of the model ends (generate.reply_end)
     described: str  # one line: what was read, and what was left out
 
 
@@ -69,14 +75,15 @@ def read_corpus(path, s):
     if path.suffix.lower() == ".txt":
         text = read_text(path)
         train_text, val_text = split_text(text, s.val_fraction)
-        return Corpus(path, train_text, val_text, f"{len(text):,} characters of text")
+        return Corpus(path, train_text, val_text, "text", f"{checkpoint.characters_said(len(text), 'text')} of text")
     rows, total = read_rows(path, s.corpus_column, s.max_rows)
     train_rows, val_rows = split_rows(rows, s.val_fraction, s.seed)
-    described = f"{len(rows):,} rows, {sum(map(len, rows)):,} characters"
+    described = f"{len(rows):,} rows, {checkpoint.characters_said(sum(len(row) + 1 for row in rows), 'rows')}"
     if total > len(rows):
         described += (f" (the first {s.max_rows:,} of {total:,} rows, empty ones dropped: max_rows = {s.max_rows:,};"
                       f" --max_rows 0 uses them all)")
-    return Corpus(path, "".join(row + "\n" for row in train_rows), "".join(row + "\n" for row in val_rows), described)
+    return Corpus(path, "".join(row + "\n" for row in train_rows), "".join(row + "\n" for row in val_rows), "rows",
+                  described)
 
 
 def read_text(path):
@@ -212,34 +219,65 @@ def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
     return total_nats / tokens, total_nats / math.log(2) / characters
 
 
-def sample_text(params, cfg, tokenizer, s, rng):
-    """A short continuation of SAMPLE_PROMPT (or of the corpus's first character), up to a newline."""
+def sample_text(params, cfg, tokenizer, kind, s, rng):
+    """A short continuation of SAMPLE_PROMPT (or of the corpus's first character), up to where a reply
+    of a model of this kind of corpus ends (generate.reply_end), as talk.py would print it."""
     prompt, _ = tokenizer.encode_known(SAMPLE_PROMPT)
     prompt = prompt or [0]
     sampling = Sampling(s.temperature, s.top_k, s.top_p)
-    new = list(generate(params, cfg, prompt, s.max_new_tokens, s.seq_len, sampling, rng))
-    return tokenizer.decode(prompt + new).split("\n")[0]
+    written = tokenizer.decode(list(generate(params, cfg, prompt, s.max_new_tokens, s.seq_len, sampling, rng)))
+    return tokenizer.decode(prompt) + written[:reply_end(written, kind)]
+
+
+def print_out(text):
+    """Print text on stdout; where stdout is a pipe whose reader has gone (`python train.py | tee log`,
+    whose tee the same Ctrl-C stops), go on without it, so that the run still saves what it must."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to print goes nowhere
+
+
+def duration(seconds):
+    """Seconds as minutes and seconds, rounded to the second first, so 59.7 s is a minute, never "60 s".
+
+    Example: duration(239.6) -> "4 min 00 s"
+    """
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
 
 
 class Progress:
     """One line about training on stderr: redrawn in place on a terminal, else a new line every
-    LOG_SECONDS, so that a log file holds a line a person can read, not thousands of redraws."""
+    LOG_SECONDS, so that a log file holds a line a person can read, not thousands of redraws.
+
+    Its speed, and so the time to go, is that of the last RATE_SECONDS: a machine that gets busier
+    or quieter halfway changes the estimate within half a minute, where the whole run's mean would
+    lag behind for the rest of the run."""
 
     def __init__(self, total_steps, first_step, tokens_per_step):
-        self.total, self.first, self.tokens_per_step = total_steps, first_step, tokens_per_step
+        self.total, self.tokens_per_step = total_steps, tokens_per_step
         self.terminal = sys.stderr.isatty()
-        self.started = self.shown = time.perf_counter()
+        self.shown = time.perf_counter()
+        self.recent = collections.deque([(self.shown, first_step)])  # (time, step) of the last RATE_SECONDS
         self.drawn = False
+
+    def rate(self, now, step):
+        """Steps per second over the recent steps, from the oldest of them to this one, at time now."""
+        self.recent.append((now, step))
+        while len(self.recent) > 2 and now - self.recent[1][0] >= RATE_SECONDS:
+            self.recent.popleft()  # the next oldest still starts a span of RATE_SECONDS or more
+        then, step_then = self.recent[0]
+        return (step - step_then) / (now - then)
 
     def update(self, step, loss, lr):
         now = time.perf_counter()
+        rate = self.rate(now, step)
         if now - self.shown < (0.2 if self.terminal else LOG_SECONDS):
             return
         self.shown = now
-        rate = (step - self.first) / (now - self.started)  # steps per second
-        eta = (self.total - step) / rate
         line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
-                f"  {eta // 60:.0f} min {eta % 60:02.0f} s to go")
+                f"  {duration((self.total - step) / rate)} to go")
         if self.terminal:
             print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
             self.drawn = True
@@ -249,7 +287,7 @@ class Progress:
     def write(self, text):
         """Print lines that stay, below the progress line."""
         self.close()
-        print(text, flush=True)
+        print_out(text)
 
     def close(self):
         if self.drawn:
@@ -405,38 +443,47 @@ def where_the_model_is(run, home_before):
     return "this run had not validated a model yet, so there is none to talk to"
 
 
-def train(s, resume_from=None, stop=None):
-    """The whole job: a new run in s.checkpoint, or the run in the folder resume_from continued.
-    Returns the run's folder."""
+def train(s, resume_from=None, stop=None, name=""):
+    """The whole job: a new run in s.checkpoint, named name (or by its start time and corpus), or the
+    run in the folder resume_from continued. Returns the run's folder."""
     stop = stop or StopRequest()
-    home = Path(s.checkpoint)
+    home, started_at = Path(s.checkpoint), datetime.now(timezone.utc)
+    if name and resume_from is None:
+        checkpoint.check_run_name(home, name)  # before the work of reading the corpus; checked again at mkdir
     if s.recipe:
         print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
     path = corpus_file(s)
     corpus = read_corpus(path, s)
     corpus_sha256 = checkpoint.sha256_of(path)
-    print(f"corpus: {corpus.described} from {path}")
+    print(f"corpus: {corpus.described}, read from {path}")
     data = prepare_data(corpus, s)
     cfg = ModelConfig(data.tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim,
                       s.ln_eps)
-    corpus_info = {"path": str(path), "sha256": corpus_sha256, "characters": len(corpus.train_text) +
-                   len(corpus.val_text), "validation_characters": len(corpus.val_text)}
+    corpus_info = {"path": str(path), "sha256": corpus_sha256, "kind": corpus.kind,
+                   "characters": len(corpus.train_text) + len(corpus.val_text),
+                   "validation_characters": len(corpus.val_text)}
     if resume_from is not None:
         home = checkpoint.home_of(resume_from)
     with checkpoint.locked(resume_from if home is None else home):
-        run = start_run(s, cfg, data, home, resume_from, corpus_sha256)
-        run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop)
+        run_name = name or checkpoint.default_run_name(path, started_at)
+        run = start_run(s, cfg, data, home, resume_from, corpus_sha256, (run_name, bool(name)))
+        try:
+            run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop)
+        finally:
+            if not any(run.folder.iterdir()):  # a run that stopped before it saved anything leaves no folder
+                run.folder.rmdir()
     return run.folder
 
 
-def start_run(s, cfg, data, home, resume_from, corpus_sha256):
-    """A fresh run in a new folder under home/runs/, or the one saved in resume_from, taken up."""
+def start_run(s, cfg, data, home, resume_from, corpus_sha256, name):
+    """A fresh run in a new folder home/runs/<name[0]>/ (name[1]: the person gave that name), or the one
+    saved in resume_from, taken up."""
     params = init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype))
     opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
     steps_per_epoch = math.ceil(len(data.inputs) / s.batch_size)
     total_steps = s.max_steps or s.epochs * steps_per_epoch
     if resume_from is None:  # (checkpoint.locked has found home writable)
-        return Run(checkpoint.new_run_folder(home), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
+        return Run(checkpoint.new_run_folder(home, *name), home, params, opt, total_steps, steps_per_epoch, 0, [], [])
     saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
     if progress["corpus_sha256"] != corpus_sha256:
         raise InputError(f"the corpus {s.corpus_path} changed since the run in {resume_from}/ was interrupted; "
@@ -472,9 +519,12 @@ def run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop):
                 if stop.check(run.step) and run.step < run.total_steps:
                     save_progress(run, corpus_sha256, s)
                     progress.close()
-                    print(f"\ninterrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in "
-                          f"{run.folder}/. Resume with: python train.py --resume{resume_flag(run, s)}\n"
-                          f"{where_the_model_is(run, home_before)}")
+                    said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in "
+                            f"{run.folder}/. Resume with: python train.py --resume{resume_flag(run, s)}\n"
+                            f"{where_the_model_is(run, home_before)}")
+                    print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
+                    if not sys.stdout.isatty():  # and in a log, where stdout goes to one; on a terminal, once
+                        print_out(f"\n{said}")
                     raise SystemExit(130)
     except Diverged as err:
         raise Diverged(f"{err}; training stopped. {where_the_model_is(run, home_before)}. "
@@ -493,7 +543,8 @@ def end_validation(run, s, cfg, data, corpus_info, processes, progress):
     is_best = run.best() is entry
     if is_best:
         save_best(run, cfg, data.tokenizer, model_meta(run, s, corpus_info, processes))
-    sample = sample_text(run.params, cfg, data.tokenizer, s, np.random.default_rng([s.seed, run.step, 1]))
+    sample = sample_text(run.params, cfg, data.tokenizer, corpus_info["kind"], s,
+                         np.random.default_rng([s.seed, run.step, 1]))
     progress.write(f"step {run.step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
                    f"({entry['val_bpc']:.3f} bits/char, scored in {entry['seconds']:.1f} s)"
                    f"{'  best, saved' if is_best else ''}\n              sample: {sample!r}")
@@ -522,15 +573,20 @@ def resume_settings(s, argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = config.parser("Train the model on a corpus and save checkpoints (settings from config.py).")
-    p.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run: the one in --checkpoint, or the latest in its runs/")
+    new_or_resumed = p.add_mutually_exclusive_group()
+    new_or_resumed.add_argument("--resume", action="store_true",
+                                help="continue an interrupted run: the one in --checkpoint, or the latest in its runs/")
+    new_or_resumed.add_argument("--name", default="",
+                                help="the run's name, its folder in checkpoints/runs/, by which talk.py and "
+                                     "generate.py find it (--checkpoint NAME); default: its UTC start time and the "
+                                     "corpus's name, such as 20261201-0230-tinyshakespeare")
     args = config.parse(p, argv)
     s = config.settings(args)
     if args.resume:
         s, folder = resume_settings(s, argv)
         train(s, resume_from=folder)
     else:
-        train(s)
+        train(s, name=args.name)
 
 
 if __name__ == "__main__":

@@ -57,21 +57,47 @@ def tiny_corpus_rows():
     return rows * 2
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory):
-    """The folder of a checkpoint trained for a second on tiny_corpus_rows, once per test run."""
+def tiny_play():
+    """A little play of this project's own, 90 speeches: each a speaker's name on a line of its own,
+    a couplet of verse (five in turn), and a blank line after it, as a play's text has them."""
+    speakers = ["ROMEO:", "JULIET:", "NURSE:"]
+    couplets = [("the moon is high tonight,", "o stay a while with me;"),
+                ("the night is cold and long,", "my heart is full of song."),
+                ("good night, good night, my dear!", "the morning comes too soon."),
+                ("what bird sings at the door?", "it is the lark, and day is near."),
+                ("go now, and come again", "when all the house is still.")]
+    speeches = [f"{speakers[i % 3]}\n{couplets[i % 5][0]}\n{couplets[i % 5][1]}\n" for i in range(90)]
+    return "\n".join(speeches)
+
+
+def train_tiny(folder, corpus_name, text, **overrides):
+    """The run folder of a model trained for a second or two on text, saved as folder/corpus_name."""
     import config
     import train
 
-    folder = tmp_path_factory.mktemp("tiny-model")
-    corpus = folder / "corpus.txt"
-    corpus.write_text("\n".join(tiny_corpus_rows()) + "\n", encoding="utf-8")
+    corpus = folder / corpus_name
+    corpus.write_text(text, encoding="utf-8")
     overrides = {"corpus_path": str(corpus), "checkpoint": str(folder / "checkpoint"), "epochs": 3,
                  "num_merges": 30, "context_len": 8, "seq_len": 8, "stride": 2, "emb_dim": 16, "num_heads": 2,
-                 "head_dim": 8, "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2}
+                 "head_dim": 8, "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2, **overrides}
     s = types.SimpleNamespace(**{**config.defaults(), **overrides})
     config.check(s)
     return train.train(s)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory):
+    """The run folder of a model of a CSV's rows (tiny_corpus_rows), trained once per test run."""
+    rows = "text\n" + "\n".join(tiny_corpus_rows()) + "\n"  # a header, then one row a line: no row has a comma
+    return train_tiny(tmp_path_factory.mktemp("tiny-model"), "corpus.csv", rows)
+
+
+@pytest.fixture(scope="session")
+def tiny_play_checkpoint(tmp_path_factory):
+    """The run folder of a model of one running text, tiny_play, trained once per test run; its 16 tokens
+    of context hold a whole speech, so it learns where speeches end."""
+    return train_tiny(tmp_path_factory.mktemp("tiny-play"), "play.txt", tiny_play(), context_len=16, seq_len=16,
+                      num_merges=60, stride=1, epochs=4)
 
 
 # The docs site in a real browser, for tests/test_site.py and tests/test_widgets.py. `site` builds

@@ -1,7 +1,9 @@
 """Tests of generate.py: the sampling filters on hand-checked cases, the draws against the
 distribution they come from, the window of ids that reaches the model, and the command line."""
 
+import json
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -208,6 +210,79 @@ def test_generate_with_fresh_float32_params_works(tiny_cfg):
     assert len(new) == 5
 
 
+# --- where a reply ends -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("written, kind, end", [
+    ("ROMEO:\nO, she doth\nteach\n\nJULIET:", "text", 24),  # the docstring's example: at the blank line
+    ("ROMEO:\nO, she doth\nteach\n\nJULIET:", "rows", 6),  # at the first newline
+    ("the cat sat.\nthe dog", "rows", 12),
+    ("a line\nanother\n", "text", None),  # a newline alone ends no paragraph: it may be one more line
+    ("no end yet", "rows", None),
+])
+def test_reply_end_by_hand(written, kind, end):
+    assert generate.reply_end(written, kind) == end
+
+
+@pytest.mark.parametrize("written, kind, expected", [
+    ("ROMEO:\nO, she", "text", (len("ROMEO:\nO, she"), False)),
+    ("ROMEO:\nO, she doth\n", "text", (len("ROMEO:\nO, she doth"), False)),  # its newline waits: a blank line?
+    ("ROMEO:\nO, she doth\n\nJUL", "text", (len("ROMEO:\nO, she doth"), True)),
+    ("the cat.\nthe", "rows", (len("the cat."), True)),
+    ("the cat.\nthe", None, (len("the cat.\nthe"), False)),  # --full: everything, never an end
+])
+def test_printable_holds_back_only_what_may_end_the_reply(written, kind, expected):
+    assert generate.printable(written, kind) == expected
+
+
+class PieceTokenizer:
+    """A stand-in tokenizer whose token i is pieces[i], so a test writes the tokens as text."""
+
+    def __init__(self, pieces):
+        self.pieces = pieces
+
+    def decode(self, ids):
+        return "".join(self.pieces[i] for i in ids)
+
+
+@pytest.mark.parametrize("kind, stdout, drawn", [
+    ("text", "ROMEO:\nO, she doth\nteach\n", 5),  # the paragraph, whole; nothing drawn after its blank line
+    ("rows", "ROMEO:\n", 1),
+    (None, "ROMEO:\nO, she doth\nteach\n\nJULIET:\n\n", 6),  # --full: every token, then the line's end
+])
+def test_print_continuation_stops_at_the_end_the_model_learned(kind, stdout, drawn, capsys):
+    pieces = ["ROMEO", ":\n", "O, she doth\n", "teach", "\n", "\nJULIET:", "\n"]
+    taken = []
+
+    def tokens():  # as generate yields them: one at a time, only when asked for
+        for token_id in range(1, len(pieces)):
+            taken.append(token_id)
+            yield token_id
+
+    generate.print_continuation(PieceTokenizer(pieces), [0], tokens(), kind)
+    assert capsys.readouterr().out == stdout
+    assert len(taken) == drawn
+
+
+def test_a_newline_is_printed_once_the_next_token_shows_it_ends_no_paragraph(monkeypatch):
+    printed = []
+    monkeypatch.setattr("builtins.print", lambda text="", end="\n", flush=False: printed.append(text + end))
+    pieces = ["A:", "\n", "one", "\n", "two", "\n\n"]
+    generate.print_continuation(PieceTokenizer(pieces), [0], iter(range(1, 6)), "text")
+    assert printed == ["A:", "", "\none", "", "\ntwo", "", "\n"]  # each newline waits for the token after it
+
+
+@pytest.mark.parametrize("corpus, kind", [
+    ({"path": "play.txt", "kind": "text"}, "text"),
+    ({"path": "rows.csv", "kind": "rows"}, "rows"),
+    ({"path": "old/PLAY.TXT"}, "text"),  # saved before the kind was recorded: told by the corpus, as train.py does
+    ({"path": "old.csv"}, "rows"),
+    ({"path": "odd.txt", "kind": "poem"}, "text"),  # a kind this code does not know: the corpus tells
+])
+def test_the_kind_of_text_a_model_learned(corpus, kind):
+    assert checkpoint.corpus_kind({"corpus": corpus}) == kind
+    assert checkpoint.corpus_kind({}) == "rows"  # no record at all: rows, the only replies there were
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 def run_script(script, *args, text=""):
@@ -229,7 +304,8 @@ def greedy_text(folder, prompt, max_new_tokens):
 
 
 SAMPLING_OPTIONS = {"--help", "--checkpoint", "--temperature", "--top_k", "--top_p", "--max_new_tokens", "--seed",
-                    "--window", "--strict", "--full"}
+                    "--window", "--strict", "--full",
+                    "--list"}  # talk.py's option; --checkpoint's help names it (python talk.py --list)
 
 
 @pytest.mark.parametrize("script", ["generate.py", "talk.py"])
@@ -270,6 +346,30 @@ def test_cli_stops_at_the_end_of_the_row_unless_full(tiny_checkpoint):
     assert row.returncode == 0, row.stderr
     assert row.stdout == whole.split("\n")[0] + "\n"
     assert run_generate("the cat", *greedy, "--full").stdout == whole + "\n"
+
+
+def test_cli_writes_a_whole_speech_of_a_play_and_stops_at_its_blank_line(tiny_play_checkpoint):
+    whole = greedy_text(tiny_play_checkpoint, "ROMEO:\n", 60)
+    speech, blank, _ = whole.partition("\n\n")
+    assert blank and speech.count("\n") == 2, whole  # the speaker, a couplet, then the blank line, within 60 tokens
+    greedy = ["--checkpoint", str(tiny_play_checkpoint), "--temperature", "0", "--max_new_tokens", "60"]
+    result = run_generate("ROMEO:\n", *greedy)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == speech + "\n"  # "ROMEO:\n<verse>\n<verse>\n": speaker and line breaks kept
+    assert run_generate("ROMEO:\n", *greedy, "--full").stdout == whole + "\n"
+
+
+@pytest.mark.parametrize("fixture, prompt, end", [("tiny_play_checkpoint", "ROMEO:\n", "\n\n"),
+                                                 ("tiny_checkpoint", "the cat", "\n")])
+def test_a_checkpoint_saved_before_the_kind_was_recorded_stops_by_its_corpus(fixture, prompt, end, tmp_path, request):
+    folder = tmp_path / "old"
+    shutil.copytree(request.getfixturevalue(fixture), folder)
+    meta = json.loads((folder / "model.json").read_text())
+    del meta["corpus"]["kind"]  # model.json as train.py wrote it before: corpus.txt or corpus.csv tells
+    (folder / "model.json").write_text(json.dumps(meta))
+    reply = run_generate(prompt, "--checkpoint", str(folder), "--temperature", "0", "--max_new_tokens", "60")
+    assert reply.returncode == 0, reply.stderr
+    assert reply.stdout == greedy_text(folder, prompt, 60).split(end)[0] + "\n"
 
 
 def test_cli_leaves_out_unknown_characters_with_a_warning_or_refuses_them_when_strict(tiny_checkpoint):

@@ -3,6 +3,7 @@ checkpoint that conftest trains once."""
 
 import io
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -41,12 +42,13 @@ def test_the_banner_describes_the_model(tiny_checkpoint):
     about, hint = result.stdout.splitlines()
     model = checkpoint.load(tiny_checkpoint)
     best = min(model.meta["history"], key=lambda entry: entry["val_loss"])
-    characters = len("\n".join(tiny_corpus_rows()) + "\n")  # the whole corpus.txt, 8,850 characters
+    characters = len("\n".join(tiny_corpus_rows()) + "\n")  # the rows of corpus.csv, 8,850 characters
     assert about.startswith(f"model: {sum(p.size for p in model.params.values()):,} parameters, "
                             f"{model.cfg.vocab_size} tokens; trained {model.meta['trained_at']} on ")
-    assert about.endswith(f"corpus.txt ({characters:,} characters, {model.meta['corpus']['validation_characters']} "
-                          f"held out); best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
-    assert "/help" in hint and "/quit" in hint
+    assert about.endswith(f"corpus.csv ({characters:,} characters with each row's newline, "
+                          f"{model.meta['corpus']['validation_characters']} held out); "
+                          f"best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
+    assert "up to the end of its row;" in hint and "/help" in hint and "/quit" in hint
     assert result.returncode == 0 and result.stderr == ""  # end of input: a clean exit
 
 
@@ -190,6 +192,118 @@ def test_a_window_longer_than_the_model_reads_is_refused(tiny_checkpoint):
     result = run_talk(tiny_checkpoint, "the cat\n", "--window", "9")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "--window 9 does not fit this model: it reads 1 to 8" in result.stderr
+
+
+# --- a model of a play ------------------------------------------------------------------------------
+
+def test_a_reply_of_a_model_of_a_play_is_the_rest_of_its_speech(tiny_play_checkpoint):
+    prompt = "the moon is high"  # ends inside a token, as typed text does: the model writes the rest of the line
+    whole = greedy_text(tiny_play_checkpoint, prompt, 60)
+    speech, blank, _ = whole.partition("\n\n")
+    assert blank and speech.count("\n") >= 1, whole  # more than one line, then a blank line, within 60 tokens
+    result = run_talk(tiny_play_checkpoint, f"/temp 0\n/len 60\n{prompt}\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n", BANNER_LINES + 2)[-1] == speech + "\n"  # the lines, and no more
+    assert "up to the end of its paragraph;" in result.stdout.splitlines()[1]
+    assert "a blank line" in "\n".join(replies(run_talk(tiny_play_checkpoint, "/help\n")))
+
+
+# --- runs by name, and the list of them ---------------------------------------------------------
+
+@pytest.fixture
+def home_of_runs(tiny_checkpoint, tiny_play_checkpoint, tmp_path):
+    """A folder holding checkpoints/ as train.py leaves it: runs named shakespeare, shakespeare-sonnets
+    and 20261201-0230-corpus (the play's model, the last saved, on top), and one interrupted before its
+    first validation; returns the folder, from which talk.py finds the runs by name."""
+    runs = tmp_path / "checkpoints" / "runs"
+    for name, source in (("20261201-0230-corpus", tiny_checkpoint), ("shakespeare-sonnets", tiny_checkpoint),
+                         ("shakespeare", tiny_play_checkpoint)):
+        shutil.copytree(source, runs / name)
+    for name in checkpoint.MODEL_FILES:
+        shutil.copy(runs / "shakespeare" / name, tmp_path / "checkpoints" / name)
+    (runs / "interrupted").mkdir()
+    (runs / "interrupted" / "resume.json").write_text(json.dumps(
+        {"step": 40, "total_steps": 2200, "settings": {"corpus_path": "data/poems.txt"}}))
+    for age, name in enumerate(["shakespeare", "interrupted", "shakespeare-sonnets", "20261201-0230-corpus"]):
+        for file in (runs / name).iterdir():  # an hour apart, the first named the last saved
+            os.utime(file, (1_800_000_000 - 3600 * age,) * 2)
+    return tmp_path
+
+
+def run_talk_in(folder, text, *args):
+    """talk.py run from folder, whose checkpoints/ is the home it finds runs in by name."""
+    result = subprocess.run([sys.executable, str(REPO / "talk.py"), *args], cwd=folder, input=text,
+                            capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+@pytest.mark.parametrize("name, run", [("shakespeare", "shakespeare"),  # a name that starts another's too
+                                       ("shakespeare-s", "shakespeare-sonnets"), ("2026", "20261201-0230-corpus")])
+def test_a_run_by_its_name_or_the_start_of_it(home_of_runs, name, run):
+    result = run_talk_in(home_of_runs, "/temp 0\nthe cat sat\n", "--checkpoint", name)
+    folder = home_of_runs / "checkpoints" / "runs" / run
+    assert result.returncode == 0, result.stderr
+    about = result.stdout.splitlines()[0]
+    assert about.startswith("model: ") and "read from" not in about  # the run named, not a fall-back
+    assert about.endswith(describe_line(folder))
+    assert result.stdout.splitlines()[-1] == run_talk(folder, "/temp 0\nthe cat sat\n").stdout.splitlines()[-1]
+
+
+def describe_line(folder):
+    """The end of the banner's first line for the model in folder: what tells two models apart."""
+    model = checkpoint.load(folder)
+    return talk.describe(model, folder).rsplit(";", 1)[1]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("shake", "'shake' starts the names of 2 runs in checkpoints/runs/: shakespeare, shakespeare-sonnets; "
+              "give more of the name"),
+    ("hamlet", "no folder hamlet/, and no run in checkpoints/runs/ is named 'hamlet' or starts so; "
+               "python talk.py --list lists the runs, python train.py trains one"),
+])
+def test_a_name_that_names_no_run_or_two_is_one_line(home_of_runs, name, message):
+    for script, prompt in (("talk.py", []), ("generate.py", ["the cat"])):
+        result = subprocess.run([sys.executable, str(REPO / script), *prompt, "--checkpoint", name], cwd=home_of_runs,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and result.stdout == "", result.stderr
+        assert result.stderr == f"error: {message}\n"
+
+
+def test_list_shows_every_run_the_last_saved_first_and_which_is_on_top(home_of_runs):
+    result = run_talk_in(home_of_runs, "", "--list")
+    assert result.returncode == 0, result.stderr
+    heading, columns, *rows = result.stdout.splitlines()
+    assert heading == ("runs in checkpoints/runs/, the last saved first (* is on top of checkpoints/: "
+                       "what talk.py reads without --checkpoint)")
+    assert columns.split() == ["name", "saved", "(UTC)", "corpus", "steps", "best", "bits/char"]
+    cells = [row.split() for row in rows]
+    assert [row[0] for row in cells] == ["*", "interrupted", "shakespeare-sonnets", "20261201-0230-corpus"]
+    assert cells[0][1] == "shakespeare" and len(rows) == 4  # on top: the play's model, the one copied there
+    play, rows_model = checkpoint.load(home_of_runs / "checkpoints"), checkpoint.load(tiny_checkpoint_of(home_of_runs))
+    assert cells[0][2:] == ["2027-01-15", "08:00", "play.txt", f"{play.meta['steps']:,}/{play.meta['steps']:,}",
+                            f"{bpc(play):.3f}"]
+    assert cells[1][1:] == ["2027-01-15", "07:00", "poems.txt", "40/2,200", "not", "yet"]
+    assert cells[3][3:] == ["corpus.csv", f"{rows_model.meta['steps']:,}/{rows_model.meta['steps']:,}",
+                            f"{bpc(rows_model):.3f}"]
+    inside = replies(run_talk_in(home_of_runs, "/models\n", "--checkpoint", "shakespeare"))
+    assert inside == result.stdout.splitlines()  # /models lists the same runs, from within a conversation
+
+
+def tiny_checkpoint_of(home):
+    return home / "checkpoints" / "runs" / "20261201-0230-corpus"
+
+
+def bpc(model):
+    """Bits per character of the model's best validation, from its history."""
+    return {entry["step"]: entry for entry in model.meta["history"]}[model.meta["best_step"]]["val_bpc"]
+
+
+def test_list_with_no_runs_says_how_to_train_one(tmp_path):
+    result = run_talk_in(tmp_path, "", "--list")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("error: there are no runs in checkpoints/runs/ yet: train one with `python train.py`, "
+                             "named with --name NAME if you like\n")
 
 
 # --- broken checkpoints -------------------------------------------------------------------------
