@@ -9,12 +9,22 @@ corpus, the settings the model was trained with, and the library versions. The f
 rebuild its data exactly as train.py built it (train.read_corpus, then train.prepare_data, whose
 tokenizer must be the checkpoint's). --checkpoint is a home folder (its top, or the newest whole
 run where the top is not whole) or a run's own folder, runs/<start time>/.
+
+It also draws the pictures of the pages into docs/figures/ (SVG, with matplotlib): each from the
+same checkpoint, by the project's own functions. figures.json records, for each picture, the
+sha256 of the numbers it was drawn from, and the SVG carries that sha256 and the model.npz sha256
+in its description, so tests/test_figures.py can tell a stale picture. Nothing is written unless
+everything was computed: the files are written to temporary names and renamed at the end.
+A checkpoint missing, or trained on another corpus than the one it names, is one line and exit 2.
 """
 
 import argparse
+import hashlib
+import io
 import json
 import math
 import platform
+import re
 import subprocess
 import sys
 import types
@@ -26,34 +36,52 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
+import config  # noqa: E402
 import train  # noqa: E402
+from errors import InputError  # noqa: E402
+from files import publish_staged, temporary_name, write_staged  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from transformer import (attention_forward, block_params, embed_forward, forward, init_params,  # noqa: E402
-                         layernorm_forward, linear_forward, mlp_forward)
+from transformer import (attention_backward, attention_forward, block_params, causal_mask, embed_forward,  # noqa: E402
+                         forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
+                         linear_forward, mlp_backward, mlp_forward, param_shapes)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
+FIGURES_DIR = REPO / "docs" / "figures"  # the pictures, one SVG each
 
 
 def numbers(values, digits=4):
     return "[" + ", ".join(f"{v:.{digits}f}" for v in np.ravel(values)) + "]"
 
 
-def provenance(folder, meta):
-    """Where the figures came from; folder: the one the model was read from (a run's, where the top was not whole)."""
-    corpus = Path(meta["corpus"]["path"])
+def named_corpus(model):
+    """The corpus the checkpoint names, checked to be the very text it was trained on (its sha256)."""
+    named = Path(model.meta["corpus"]["path"])
+    path = named if named.is_absolute() or named.is_file() else REPO / named
+    if not path.is_file():
+        raise InputError(f"{model.folder}/model.json names the corpus {named}, which is not there; the figures "
+                         f"rebuild the run's data from it: put it back, or train again")
+    if checkpoint.sha256_of(path) != model.meta["corpus"]["sha256"]:
+        raise InputError(f"{path} is not the corpus {model.folder}/ was trained on (its sha256 differs from the one "
+                         f"in model.json), so the figures would describe another text: restore it, or train again")
+    return path
+
+
+def provenance(folder, meta, corpus):
+    """Where the figures came from; folder: the one the model was read from (a run's, where the top was not
+    whole); corpus: the path of the corpus, checked against meta by named_corpus."""
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
                            capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    inside = corpus.resolve().is_relative_to(REPO)
     return {
         "commit": commit + (" (with uncommitted changes)" if dirty else ""),
         "model.npz sha256": checkpoint.sha256_of(folder / "model.npz"),
         "model.json sha256": checkpoint.sha256_of(folder / "model.json"),
         "model.tok.json sha256": checkpoint.sha256_of(folder / "model.tok.json"),
-        "corpus": str(corpus.name),
+        "corpus": str(corpus.resolve().relative_to(REPO)) if inside else str(corpus),
         "corpus sha256": meta["corpus"]["sha256"],
-        "corpus sha256 checked": corpus.is_file() and checkpoint.sha256_of(corpus) == meta["corpus"]["sha256"],
         "run": meta["run"],
         "trained_at": meta["trained_at"],
         "settings": meta["settings"],
@@ -156,12 +184,18 @@ def output_figures(model, ids):
     }
 
 
+def run_file(model, name):
+    """A file of the run the model comes from: in its folder, or in its home's runs/<run>/."""
+    for folder in (model.folder, model.folder / "runs" / model.meta["run"]):
+        if (folder / name).is_file():
+            return folder / name
+    raise InputError(f"no {name} for run {model.meta['run']} beside {model.folder}/: the pictures need the "
+                     f"run's folder as train.py wrote it; give --checkpoint the home or the run folder")
+
+
 def run_history(model):
     """The history of every validation of the run, from its resume.json (model.json's ends at the best)."""
-    for folder in (model.folder, model.folder / "runs" / model.meta["run"]):
-        if (folder / "resume.json").is_file():
-            return checkpoint.read_json(folder / "resume.json")["history"]
-    return model.meta["history"]
+    return checkpoint.read_json(run_file(model, "resume.json"))["history"]
 
 
 def training_figures(model, corpus, data, schedule):
@@ -203,14 +237,458 @@ def tokenizer_figures(model):
     }
 
 
+# --- the pictures: the numbers each one is drawn from ------------------------------------------
+# Each *_data function returns the picture's input numbers as a dict; data_sha256 fingerprints it.
+# They need NumPy and the project only, so tests/test_figures.py can recompute those that need no
+# checkpoint (GELU, the mask, the schedule, the block's shapes) without matplotlib.
+
+SHOWN_AS = {" ": "\u2423", "\n": "\u21b5"}  # a space and a newline, made visible on an axis
+
+
+def token_label(tokenizer, token_id):
+    """A token's text with its spaces and newlines visible. Example: ' the' -> '\u2423the'."""
+    return "".join(SHOWN_AS.get(c, c) for c in tokenizer.decode([int(token_id)]))
+
+
+def data_sha256(data):
+    """sha256 of a picture's input numbers: each entry's name, then its text, or its shape and its
+    values to 6 significant digits (more than a picture shows, and the same on every machine)."""
+    digest = hashlib.sha256()
+    for name, value in data.items():
+        if isinstance(value, (str, list, dict)):
+            digest.update(f"{name}\n{json.dumps(value, ensure_ascii=False)}\n".encode("utf-8"))
+        else:
+            array = np.asarray(value, dtype=np.float64)
+            values = " ".join(f"{v:.5e}" for v in array.ravel())
+            digest.update(f"{name} {list(array.shape)}\n{values}\n".encode("utf-8"))
+    return digest.hexdigest()
+
+
+def attention_data(model, ids):
+    """Every head's attention weights on the window, block by block: (L, nh, T, T)."""
+    X = embed_forward(model.params, ids[None])  # (1, T, C)
+    maps = []
+    for layer in range(model.cfg.num_layers):
+        p = block_params(model.params, layer)
+        h1, _ = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], model.cfg.ln_eps)
+        attended, attn_cache = attention_forward(h1, p, model.cfg.num_heads)
+        X_mid = X + attended
+        h2, _ = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], model.cfg.ln_eps)
+        X = X_mid + mlp_forward(h2, p)[0]
+        maps.append(attn_cache[4][0])  # attn, (nh, T, T)
+    return {"tokens": [token_label(model.tokenizer, i) for i in ids], "attention": np.stack(maps)}
+
+
+def mask_data(T):
+    """The causal mask of a window of T tokens: 0 where a query may look, -inf where not. It depends on
+    the positions only, never on the tokens."""
+    return {"mask": causal_mask(T, T, np.float64)}
+
+
+def gelu_data():
+    """GELU and its derivative on [-4, 4], from gelu_forward and gelu_backward (dout = 1 gives dy/dx)."""
+    x = np.linspace(-4.0, 4.0, 321)
+    y, cache = gelu_forward(x)
+    return {"x": x, "gelu": y, "dgelu": gelu_backward(np.ones_like(x), cache)}
+
+
+def schedule_data(settings, total_steps, best_step):
+    """The learning rate of every step of the run (optim.lr_schedule), and the step saved as best."""
+    s = settings
+    steps = np.arange(1, total_steps + 1)
+    lrs = [lr_schedule(int(t), total_steps, s["lr_max"], s["lr_min"], s["warmup_steps"]) for t in steps]
+    return {"step": steps, "lr": np.array(lrs), "warmup_steps": s["warmup_steps"], "best_step": best_step}
+
+
+LOSS_POINTS = 400  # the training loss of every step, averaged over this many stretches of the run
+
+
+def loss_data(model):
+    """The run's losses.csv: the training loss averaged over LOSS_POINTS stretches of steps (one
+    step's loss is one batch's, noisy), every validation, and the best one (the saved model)."""
+    table = pd.read_csv(run_file(model, "losses.csv"))
+    groups = table.groupby(np.arange(len(table)) * LOSS_POINTS // len(table))  # stretches of equal length, within 1
+    validations = table.dropna(subset=["val_loss"])
+    best = validations.loc[validations["val_loss"].idxmin()]
+    assert int(best["step"]) == model.meta["best_step"], "losses.csv's best validation is not the saved model's"
+    return {"train.step": groups["step"].mean().to_numpy(), "train.loss": groups["train_loss"].mean().to_numpy(),
+            "val.step": validations["step"].to_numpy(), "val.loss": validations["val_loss"].to_numpy(),
+            "best.step": best["step"], "best.val_loss": best["val_loss"], "steps": len(table),
+            "uniform": math.log(model.cfg.vocab_size)}
+
+
+def token_table_data(model, labelled=24):
+    """Every row of tok_emb projected on its top-2 principal directions (the right singular vectors
+    of the centred table), each direction's share of the variance, and which tokens to label: the
+    `labelled` farthest from the centre, plus the space and the full stop."""
+    table = model.params["tok_emb"].astype(np.float64)  # (V, C)
+    centred = table - table.mean(axis=0)
+    _, singular, directions = np.linalg.svd(centred, full_matrices=False)
+    points = centred @ directions[:2].T  # (V, 2)
+    points *= np.sign(points[np.abs(points).argmax(axis=0), [0, 1]])  # a direction's sign is arbitrary: fix it
+    tokenizer = model.tokenizer
+    far = np.argsort(-np.linalg.norm(points, axis=1), kind="stable")[:labelled]
+    named = [tokenizer.encode(c)[0] for c in (" ", ".") if c in tokenizer.alphabet]
+    label_ids = sorted(set(far.tolist()) | set(named))
+    return {"points": points, "variance_share": singular[:2] ** 2 / (singular ** 2).sum(),
+            "characters": len(tokenizer.alphabet), "label_ids": label_ids,
+            "labels": [token_label(tokenizer, i) for i in label_ids]}
+
+
+SHOWN_TOKENS = 10  # the most likely next tokens at temperature 1, the bars of every panel
+
+
+def sampling_cuts(settings):
+    """(title, Sampling) of each panel: temperatures alone, the two cuts, and the checkpoint's own."""
+    own = Sampling(settings["temperature"], settings["top_k"], settings["top_p"])
+    return [("temperature 0.5", Sampling(0.5, 0, 1.0)), ("temperature 1", Sampling(1.0, 0, 1.0)),
+            ("temperature 2", Sampling(2.0, 0, 1.0)), ("temperature 1, top-k 3", Sampling(1.0, 3, 1.0)),
+            ("temperature 1, top-p 0.9", Sampling(1.0, 0, 0.9)),
+            (f"the checkpoint's settings:\ntemperature {own.temperature:g}, top-k {own.top_k}, top-p {own.top_p:g}", own)]
+
+
+def next_token_data(model):
+    """The next-token distribution after NEXT_PROMPT under each of sampling_cuts (generate.filtered_probs):
+    the probabilities of the SHOWN_TOKENS most likely tokens, and how many tokens each keeps."""
+    logits, _ = forward(model.params, np.array(model.tokenizer.encode(NEXT_PROMPT)), model.cfg)
+    cuts = sampling_cuts(model.meta["settings"])
+    panels = np.stack([filtered_probs(logits[-1], sampling) for _, sampling in cuts])  # (panels, V)
+    shown = np.argsort(-panels[1], kind="stable")[:SHOWN_TOKENS]  # panel 1: temperature 1, nothing cut
+    return {"prompt": NEXT_PROMPT, "titles": [title for title, _ in cuts],
+            "tokens": [token_label(model.tokenizer, i) for i in shown], "probs": panels[:, shown],
+            "kept": (panels > 0).sum(axis=1), "vocab_size": model.cfg.vocab_size}
+
+
+def block_data(params, cfg, ids):
+    """The shape of every array one block computes on a window of ids, forward (block_forward's
+    steps, one at a time) and backward (what block_backward hands between the layers, dout = 1),
+    and the shape of each parameter and its gradient. Only shapes: they do not depend on the values."""
+    p = block_params(params, 0)
+    X = embed_forward(params, ids[None])  # (1, T, C)
+    h1, ln1_cache = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
+    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+    X_mid = X + attended
+    h2, ln2_cache = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+    fed, mlp_cache = mlp_forward(h2, p)
+    out = X_mid + fed
+    _, q, k, v, attn, (merged, _) = attn_cache
+    (_, _), (hidden, _), (activated, _) = mlp_cache
+    dout = np.ones_like(out)
+    dh2, grads = mlp_backward(dout, mlp_cache)
+    dX_mid, grads["ln2_gain"], grads["ln2_shift"] = layernorm_backward(dh2, ln2_cache)
+    dX_mid = dX_mid + dout
+    dh1, attn_grads = attention_backward(dX_mid, attn_cache)
+    grads.update(attn_grads)
+    dX, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, ln1_cache)
+    dX = dX + dX_mid
+    arrays = {"X": X, "h1": h1, "Q": q, "K": k, "V": v, "A": attn, "heads": merged, "X_mid": X_mid, "h2": h2,
+              "hidden": hidden, "activated": activated, "out": out,
+              "dout": dout, "dh2": dh2, "dX_mid": dX_mid, "dh1": dh1, "dX": dX}
+    shapes = {name: list(a.shape) for name, a in arrays.items()}
+    shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
+    shapes.update({name.split(".")[1]: list(shape) for name, shape in param_shapes(cfg).items()
+                   if name.startswith("block0.")})
+    return {"shapes": shapes, "config": vars(cfg)}
+
+
+# --- the pictures: drawing them ---------------------------------------------------------------
+# matplotlib is imported only here, so the rest of this file (and the tests) work without it.
+
+SVG_SALT = "numpy-gpt docs"  # svg.hashsalt: the same element ids on every run, so a redrawn picture is byte-identical
+INK, LIGHT, ACCENT = "#1f4e79", "#9db4cc", "#c0392b"
+
+
+def pyplot():
+    """matplotlib's pyplot, drawing off screen, with the settings that make an SVG reproducible."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError('the pictures need matplotlib: pip install -e ".[plot]"') from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"svg.hashsalt": SVG_SALT, "svg.fonttype": "none", "font.size": 9,
+                         "axes.spines.top": False, "axes.spines.right": False})
+    return plt
+
+
+def svg_bytes(fig, title, model_sha256, data_sha256):
+    """The figure as SVG, with no date in it, carrying its provenance key and its data's sha256."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg", metadata={
+        "Title": title, "Date": None, "Creator": "docs/make_figures.py",
+        "Description": f"model.npz sha256 {model_sha256}; data sha256 {data_sha256}"})
+    pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def draw_attention(data):
+    plt = pyplot()
+    maps, tokens = data["attention"], data["tokens"]
+    L, nh, T, _ = maps.shape
+    fig, axes = plt.subplots(L, nh, figsize=(4.6 * nh + 1.2, 4.6 * L), squeeze=False, layout="constrained")
+    hidden = np.isneginf(causal_mask(T, T, np.float64))  # where the mask leaves weight 0: drawn grey
+    colours = plt.get_cmap("Blues").with_extremes(bad="#ececec")
+    for layer in range(L):
+        for head in range(nh):
+            ax = axes[layer, head]
+            image = ax.imshow(np.ma.masked_where(hidden, maps[layer, head]), cmap=colours, vmin=0, vmax=1,
+                              interpolation="none")
+            ax.set_title(f"block {layer}, head {head}")
+            ax.set_xticks(range(T), tokens, rotation=90, fontsize=7, family="monospace")
+            ax.set_yticks(range(T), tokens, fontsize=7, family="monospace")
+            ax.set_xlabel("key: the token looked at")
+            ax.set_ylabel("query: the token looking")
+    fig.colorbar(image, ax=axes, shrink=0.5, label="attention weight (each row sums to 1)")
+    return fig
+
+
+def draw_mask(data):
+    plt = pyplot()
+    mask = data["mask"]
+    T = len(mask)
+    fig, ax = plt.subplots(figsize=(4.8, 4.6), layout="constrained")
+    colours = plt.matplotlib.colors.ListedColormap(["#ffffff", INK])
+    ax.imshow(np.isneginf(mask), cmap=colours, vmin=0, vmax=1, interpolation="none")
+    ax.set_xticks(np.arange(T + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(T + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="#bbbbbb", linewidth=0.5)
+    ax.tick_params(which="minor", length=0)
+    ax.set_xticks(range(T))
+    ax.set_yticks(range(T))
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.spines[:].set_visible(False)
+    ax.set_xlabel("key position s")
+    ax.set_ylabel("query position t")
+    allowed = plt.matplotlib.patches.Patch(facecolor="#ffffff", edgecolor="#888888", label="0: s \u2264 t, may look")
+    blocked = plt.matplotlib.patches.Patch(facecolor=INK, label="\u2212\u221e: s > t, the future")
+    ax.legend(handles=[allowed, blocked], loc="upper center", bbox_to_anchor=(0.5, -0.02), ncols=2, frameon=False)
+    return fig
+
+
+def draw_gelu(data):
+    plt = pyplot()
+    x, y, dy = data["x"], data["gelu"], data["dgelu"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    ax.axhline(0, color="#999999", linewidth=0.6)
+    ax.axvline(0, color="#999999", linewidth=0.6)
+    ax.plot(x, np.maximum(x, 0), color="#aaaaaa", linewidth=1, label="ReLU, max(x, 0), for comparison")
+    ax.plot(x, y, color=INK, linewidth=2, label="GELU(x): gelu_forward")
+    ax.plot(x, dy, color=ACCENT, linewidth=1.6, linestyle="--", label="dGELU/dx: gelu_backward with dout = 1")
+    lowest = np.argmin(y)
+    ax.plot(x[lowest], y[lowest], "o", color=INK)
+    ax.annotate(f"minimum {y[lowest]:.3f} at x = {x[lowest]:.2f}", (x[lowest], y[lowest]), xytext=(-3.9, 0.9),
+                arrowprops={"arrowstyle": "->", "color": "#555555"})
+    ax.set_xlabel("x, an entry of the hidden layer h")
+    ax.set_ylim(-0.6, 4.1)
+    ax.legend(loc="upper left", frameon=False)
+    return fig
+
+
+def draw_loss(data):
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
+    ax.plot(data["train.step"], data["train.loss"], color=LIGHT, linewidth=1.2,
+            label=f"training loss, each point the mean of about {data['steps'] / len(data['train.step']):.0f} steps")
+    ax.plot(data["val.step"], data["val.loss"], "o-", color=INK, markersize=3.5, linewidth=1.4,
+            label="validation loss (held-out rows)")
+    ax.axhline(data["uniform"], color="#999999", linewidth=0.8, linestyle=":")
+    ax.text(data["val.step"][-1], data["uniform"], f"ln V = {data['uniform']:.2f}: a model that knows nothing",
+            ha="right", va="bottom", color="#666666")
+    ax.plot(data["best.step"], data["best.val_loss"], "*", color=ACCENT, markersize=14, zorder=3)
+    ax.annotate(f"best: step {int(data['best.step']):,}, validation loss {data['best.val_loss']:.4f}\n"
+                f"(the model that is saved)", (data["best.step"], data["best.val_loss"]),
+                xytext=(0.45, 0.55), textcoords="axes fraction", arrowprops={"arrowstyle": "->", "color": ACCENT})
+    ax.xaxis.set_major_formatter("{x:,.0f}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (nats per token)")
+    ax.set_ylim(0, data["uniform"] * 1.1)
+    ax.legend(loc="upper right", frameon=False, bbox_to_anchor=(1, 0.88))
+    return fig
+
+
+def draw_schedule(data):
+    plt = pyplot()
+    step, lr, warmup, best = data["step"], data["lr"], int(data["warmup_steps"]), int(data["best_step"])
+    fig, ax = plt.subplots(figsize=(7.0, 3.6), layout="constrained")
+    ax.plot(step, lr, color=INK, linewidth=1.8)
+    ax.plot(best, lr[best - 1], "*", color=ACCENT, markersize=12)
+    ax.annotate(f"the best step, {best:,}: lr {lr[best - 1]:.2e}", (best, lr[best - 1]), xytext=(0.62, 0.85),
+                textcoords="axes fraction", color=ACCENT, arrowprops={"arrowstyle": "->", "color": ACCENT})
+    ax.annotate(f"the last step, {step[-1]:,}: lr_min {lr[-1]:.0e}", (step[-1], lr[-1]), xytext=(0.62, 0.62),
+                textcoords="axes fraction", arrowprops={"arrowstyle": "->", "color": "#555555"})
+    ax.xaxis.set_major_formatter("{x:,.0f}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("learning rate")
+    ax.set_ylim(0, lr.max() * 1.08)
+    first = step <= 3 * warmup
+    inset = ax.inset_axes([0.1, 0.14, 0.3, 0.38])
+    inset.plot(step[first], lr[first], color=INK, linewidth=1.5)
+    inset.axvline(warmup, color="#999999", linewidth=0.8, linestyle=":")
+    inset.set_title(f"the first {3 * warmup} steps: warmup ends at step {warmup}", fontsize=8)
+    inset.tick_params(labelsize=7)
+    return fig
+
+
+def draw_token_table(data):
+    plt = pyplot()
+    points, characters, share = data["points"], int(data["characters"]), data["variance_share"]
+    fig, ax = plt.subplots(figsize=(7.0, 5.6), layout="constrained")
+    ax.scatter(points[characters:, 0], points[characters:, 1], s=6, color=LIGHT, label="merged tokens")
+    ax.scatter(points[:characters, 0], points[:characters, 1], s=10, color=INK, label="single characters")
+    for token_id, label in zip(data["label_ids"], data["labels"]):
+        ax.annotate(label, points[token_id], xytext=(3, 2), textcoords="offset points", fontsize=7.5,
+                    family="monospace", color=ACCENT)
+    ax.set_xlabel(f"principal direction 1 ({share[0]:.0%} of the variance)")
+    ax.set_ylabel(f"principal direction 2 ({share[1]:.0%} of the variance)")
+    ax.legend(loc="best", frameon=False)
+    return fig
+
+
+def draw_next_token(data):
+    plt = pyplot()
+    titles, tokens, probs, kept = data["titles"], data["tokens"], data["probs"], data["kept"]
+    columns = 3
+    rows = math.ceil(len(titles) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(9.6, 3.0 * rows), sharey=True, squeeze=False,
+                             layout="constrained")
+    for ax, title, row, count in zip(axes.flat, titles, probs, kept):
+        ax.bar(range(len(tokens)), row, color=np.where(row > 0, INK, LIGHT))
+        ax.set_xticks(range(len(tokens)), tokens, family="monospace", fontsize=8)
+        ax.set_title(title, fontsize=8.5)
+        ax.text(0.97, 0.93, f"{int(count)} of {int(data['vocab_size'])} tokens kept\n"
+                f"the {int(data['vocab_size']) - len(tokens)} not drawn: {max(1 - row.sum(), 0):.3f} together",  # not -0.000
+                transform=ax.transAxes, ha="right", va="top", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("probability")
+    fig.suptitle(f"the next token after {data['prompt']!r}", fontsize=10)
+    return fig
+
+
+def shape_text(shapes, *names):
+    """Names and their shape, those of one shape together. Example: Wq, Wk (32, 32); bq, bk (32,)."""
+    groups = {}
+    for name in names:
+        groups.setdefault(tuple(shapes[name]), []).append(name)
+    return "; ".join(f"{', '.join(group)} {shape}" for shape, group in groups.items())
+
+
+# The block, row by row: (forward array, what computes it from the row above, its gradient where
+# block_backward hands one between layers, what computes that gradient from the next one below).
+# Every shape is read from block_data's.
+BLOCK_ROWS = [
+    ("X", "", "dX", "layernorm_backward: {dln1_gain, dln1_shift}; + dX_mid (the residual)"),
+    ("h1", "layernorm_forward: {ln1_gain, ln1_shift}", "dh1",
+     "attention_backward: {dWq, dWk, dWv, dWo, dbq, dbk, dbv, dbo}"),
+    ("Q, K, V", "x W + b: {Wq, Wk, Wv, bq, bk, bv}; split into heads", None, ""),
+    ("A", "softmax(mask(Q K\u1d40 / \u221ahs))", None, ""),
+    ("heads", "A V, the heads side by side", None, ""),
+    ("X_mid", "X + heads Wo + bo: {Wo, bo}", "dX_mid", "layernorm_backward: {dln2_gain, dln2_shift}; + dout (the residual)"),
+    ("h2", "layernorm_forward: {ln2_gain, ln2_shift}", "dh2", "mlp_backward: {dW1, db1, dW2, db2}"),
+    ("hidden", "h2 W1 + b1: {W1, b1}", None, ""),
+    ("activated", "GELU(hidden)", None, ""),
+    ("out", "X_mid + activated W2 + b2: {W2, b2}", "dout", ""),
+]
+
+
+def with_shapes(text, shapes):
+    """A row's description with each {names} group replaced by the names and their shapes."""
+    return re.sub(r"\{([^}]*)\}", lambda m: shape_text(shapes, *m[1].split(", ")), text)
+
+
+def skip(ax, edge, bar, y_from, y_to):
+    """A residual connection: from a box's side at y_from out to x = bar, along, and back in at y_to."""
+    ax.plot([edge, bar, bar], [y_from, y_from, y_to], color="#888888", linewidth=1)
+    ax.annotate("", (edge, y_to), (bar, y_to), arrowprops={"arrowstyle": "-|>", "color": "#888888",
+                                                          "shrinkA": 0, "shrinkB": 0})
+
+
+def draw_block(data):
+    plt = pyplot()
+    shapes, cfg = data["shapes"], data["config"]
+    shapes = {**shapes, "Q, K, V": shapes["Q"]}
+    fig, ax = plt.subplots(figsize=(10.5, 9.4), layout="constrained")
+    ax.set_xlim(0, 12)
+    ax.set_ylim(-0.9, len(BLOCK_ROWS) - 0.2)
+    ax.axis("off")
+    y = {name: len(BLOCK_ROWS) - 1 - i for i, (name, *_) in enumerate(BLOCK_ROWS)}
+    box = {"boxstyle": "round,pad=0.35", "facecolor": "#eef3f8", "edgecolor": INK}
+    back_box = {**box, "facecolor": "#fbeeee", "edgecolor": ACCENT}
+    arrow = {"arrowstyle": "-|>", "color": INK, "shrinkA": 11, "shrinkB": 11}
+    back_arrow = {**arrow, "color": ACCENT}
+    for i, (name, how, grad, grad_how) in enumerate(BLOCK_ROWS):
+        ax.text(2.0, y[name], f"{name}  {tuple(shapes[name])}", ha="center", va="center", bbox=box, family="monospace")
+        if i:
+            above = BLOCK_ROWS[i - 1][0]
+            ax.annotate("", (2.0, y[name]), (2.0, y[above]), arrowprops=arrow)
+            ax.text(2.15, y[name] + 0.5, with_shapes(how, shapes), va="center", fontsize=7.5, color=INK)
+        if grad:
+            ax.text(9.6, y[name], f"{grad}  {tuple(shapes[grad])}", ha="center", va="center", bbox=back_box,
+                    family="monospace")
+        if grad_how:
+            below = next(row for row, _, g, _ in BLOCK_ROWS[i + 1:] if g)
+            ax.annotate("", (9.6, y[name]), (9.6, y[below]), arrowprops=back_arrow)
+            ax.text(9.45, (y[name] + y[below]) / 2, with_shapes(grad_how, shapes), va="center", ha="right",
+                    fontsize=7.5, color=ACCENT)
+    for start, end in (("X", "X_mid"), ("X_mid", "out")):  # the residual: the input skips the branch
+        skip(ax, 0.95, 0.35, y[start], y[end])
+    for start, end in (("out", "X_mid"), ("X_mid", "X")):  # and its gradient skips the branch's backward
+        skip(ax, 10.55, 11.15, y[start], y[end])
+    ax.text(0.2, (y["X"] + y["X_mid"]) / 2, "residual", rotation=90, va="center", color="#888888", fontsize=8)
+    ax.text(11.3, (y["X"] + y["X_mid"]) / 2, "residual", rotation=90, va="center", color="#888888", fontsize=8)
+    B, T = shapes["X"][:2]
+    ax.text(6.0, len(BLOCK_ROWS) - 0.45,
+            f"one block, forward (blue, down) and backward (red, up): B = {B} window of T = {T} tokens, "
+            f"C = {cfg['emb_dim']}, nh = {cfg['num_heads']} heads of hs = {shapes['Q'][-1]}, F = {cfg['ff_dim']}",
+            ha="center", fontsize=9)
+    ax.text(6.0, -0.75, "every gradient has the shape of the array it belongs to: d(name) is (name)'s shape",
+            ha="center", fontsize=8, color="#555555")
+    return fig
+
+
+PICTURES = {  # name: (title, draw); docs/figures/<name>.svg
+    "token_table": ("The token table, tok_emb, on its top-2 principal directions", draw_token_table),
+    "attention": ("Every head's attention weights on one window", draw_attention),
+    "causal_mask": ("The causal mask", draw_mask),
+    "gelu": ("GELU and its derivative", draw_gelu),
+    "block": ("One block: its arrays and their shapes, forward and backward", draw_block),
+    "loss": ("The training and validation loss of the run", draw_loss),
+    "lr_schedule": ("The learning-rate schedule of the run", draw_schedule),
+    "next_token": ("The next-token distribution under temperatures and cuts", draw_next_token),
+}
+
+
+def picture_data(model, ids, total_steps):
+    """The numbers of every picture in PICTURES, from the checkpoint and the window of ids."""
+    return {"token_table": token_table_data(model), "attention": attention_data(model, ids),
+            "causal_mask": mask_data(len(ids)), "gelu": gelu_data(), "block": block_data(model.params, model.cfg, ids),
+            "loss": loss_data(model),
+            "lr_schedule": schedule_data(model.meta["settings"], total_steps, model.meta["best_step"]),
+            "next_token": next_token_data(model)}
+
+
+def write_all(files):
+    """Write every file (path: bytes) to its temporary name, then rename them all; where a write fails,
+    the temporary files go and nothing is renamed."""
+    try:
+        for path, data in files.items():
+            path.parent.mkdir(exist_ok=True)
+            write_staged(path, data)
+    except OSError:
+        for path in files:
+            temporary_name(path).unlink(missing_ok=True)
+        raise
+    publish_staged(list(files))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default=str(REPO / "checkpoints"))
-    folder = Path(p.parse_args().checkpoint)
-    model = checkpoint.load(folder)
+    model = checkpoint.load(Path(p.parse_args().checkpoint))
+    corpus_path = named_corpus(model)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
     s = types.SimpleNamespace(**model.meta["settings"])
-    corpus = train.read_corpus(Path(model.meta["corpus"]["path"]), s)
+    corpus = train.read_corpus(corpus_path, s)
     data = train.prepare_data(corpus, s)  # learns the tokenizer again, as train.py did: it must be the saved one
     assert data.tokenizer == model.tokenizer, "the corpus no longer gives the checkpoint's tokenizer"
     schedule = learning_rates(model, math.ceil(len(data.inputs) / s.batch_size))
@@ -218,10 +696,19 @@ def main():
                **training_figures(model, corpus, data, schedule), **tokenizer_figures(model),
                "window.text": model.tokenizer.decode(list(ids)),
                "window.pieces": " · ".join(model.tokenizer.decode([i]) for i in ids)}
-    out = {"provenance": provenance(model.folder, model.meta), "figures": figures}
-    (REPO / "docs" / "figures.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote docs/figures.json: {len(figures)} figures from {model.folder}/")
+    origin = provenance(model.folder, model.meta, corpus_path)
+    files, pictures = {}, {}
+    for name, numbers_of in picture_data(model, ids, len(schedule)).items():
+        title, draw = PICTURES[name]
+        digest = data_sha256(numbers_of)
+        pictures[name] = {"file": f"figures/{name}.svg", "title": title, "data sha256": digest}
+        files[FIGURES_DIR / f"{name}.svg"] = svg_bytes(draw(numbers_of), title, origin["model.npz sha256"], digest)
+    out = {"provenance": origin, "figures": figures, "pictures": pictures}
+    files[REPO / "docs" / "figures.json"] = (json.dumps(out, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    write_all(files)
+    print(f"wrote docs/figures.json: {len(figures)} figures, and {len(pictures)} pictures in docs/figures/, "
+          f"from {model.folder}/")
 
 
 if __name__ == "__main__":
-    main()
+    config.run(main)
