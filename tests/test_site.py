@@ -73,7 +73,7 @@ def test_highlighted_lines_keep_the_files_lines(hook):
 def test_a_broken_anchor_fails_the_strict_build(tmp_path):
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
         pytest.skip('mkdocs or mkdocs-material is not installed (pip install -e ".[docs]")')
-    shutil.copytree(REPO, tmp_path / "repo", ignore=shutil.ignore_patterns(".git", "checkpoints", "data", "site"))
+    shutil.copytree(REPO, tmp_path / "repo", ignore=shutil.ignore_patterns(".git", "checkpoints", "data", "site", "*venv", "__pycache__", ".*_cache"))
     page = tmp_path / "repo" / "docs" / "index.md"
     page.write_text(page.read_text(encoding="utf-8") + "\nSee [nowhere](01-embeddings.md#no-such-heading).\n",
                     encoding="utf-8")
