@@ -260,7 +260,7 @@ def attention():
                    panel("naive", "Naive: exp(scores) / sum(exp(scores)), no shift", wrong=True, compare="attn"),
                    panel("v", "v, this head's values"), panel("out", "this head's output, attn row t @ v"),
                    panel("dattn", "dattn = dheads @ v^T, row t"),
-                   panel("dscores", "dscores = softmax_backward(dattn, attn), row t"),
+                   panel("dscores", "dscores = softmax_backward(dattn, attn) / sqrt(hs), row t"),
                    panel("dbq", 'grads["bq"] of this head: dq summed over every position')],
     }
 
