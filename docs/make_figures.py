@@ -42,9 +42,9 @@ from errors import InputError  # noqa: E402
 from files import publish_staged, temporary_name, write_staged  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from transformer import (attention_backward, attention_forward, block_params, causal_mask, embed_forward,  # noqa: E402
-                         forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
-                         linear_forward, mlp_backward, mlp_forward, param_shapes)
+from transformer import (attention_backward, attention_forward, block_forward, block_params, causal_mask,  # noqa: E402
+                         embed_forward, forward, gelu_backward, gelu_forward, init_params, layernorm_backward,
+                         layernorm_forward, linear_forward, mlp_backward, mlp_forward, param_shapes)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
@@ -115,7 +115,8 @@ def embedding_figures(model, ids, schedule):
     predicted, factor = decay_only(model, T, schedule)
     return {
         "tok_emb.shape": str(params["tok_emb"].shape), "pos_emb.shape": str(params["pos_emb"].shape),
-        "tensors": str(len(params)), "params.dtype": str(params["tok_emb"].dtype), "parameters": f"{sum(p.size for p in params.values()):,}",
+        "tensors": str(len(params)), "params.dtype": str(params["tok_emb"].dtype),
+        "parameters": f"{sum(p.size for p in params.values()):,}",
         "window.tokens": str(T), "X0.shape": str(X0.shape), "X0.row0.first4": numbers(X0[0, :4]),
         "pos_emb.read_rows.mean_norm": f"{row_norms[:T].mean():.4f}",
         "pos_emb.unread_rows.mean_norm": f"{row_norms[T:].mean():.4f}",
@@ -131,7 +132,8 @@ def block_figures(model, ids):
     figures = {"residual.X0.mean_norm": f"{np.linalg.norm(X, axis=-1).mean():.4f}"}
     h1, (xhat, _, _) = layernorm_forward(X, params["block0.ln1_gain"], params["block0.ln1_shift"], cfg.ln_eps)
     figures.update({"ln1.in.row0.mean": f"{X[0, 0].mean():.4f}", "ln1.in.row0.std": f"{X[0, 0].std():.4f}",
-                    "ln1.xhat.row0.std": f"{xhat[0, 0].std():.4f}", "ln1.out.row0.mean": f"{h1[0, 0].mean():.4f}", "ln1.out.row0.std": f"{h1[0, 0].std():.4f}",
+                    "ln1.xhat.row0.std": f"{xhat[0, 0].std():.4f}", "ln1.out.row0.mean": f"{h1[0, 0].mean():.4f}",
+                    "ln1.out.row0.std": f"{h1[0, 0].std():.4f}",
                     "block0.ln1_gain.range": numbers([params["block0.ln1_gain"].min(),
                                                       params["block0.ln1_gain"].max()], 3)})
     for layer in range(cfg.num_layers):
@@ -252,7 +254,8 @@ def token_label(tokenizer, token_id):
 
 def data_sha256(data):
     """sha256 of a picture's input numbers: each entry's name, then its text, or its shape and its
-    values to 6 significant digits (more than a picture shows, and the same on every machine)."""
+    values to 6 significant digits: more than a picture shows, and few enough that the last bits of a
+    float, in which two machines' math libraries may differ, almost never change it."""
     digest = hashlib.sha256()
     for name, value in data.items():
         if isinstance(value, (str, list, dict)):
@@ -269,12 +272,7 @@ def attention_data(model, ids):
     X = embed_forward(model.params, ids[None])  # (1, T, C)
     maps = []
     for layer in range(model.cfg.num_layers):
-        p = block_params(model.params, layer)
-        h1, _ = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], model.cfg.ln_eps)
-        attended, attn_cache = attention_forward(h1, p, model.cfg.num_heads)
-        X_mid = X + attended
-        h2, _ = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], model.cfg.ln_eps)
-        X = X_mid + mlp_forward(h2, p)[0]
+        X, (_, attn_cache, _, _) = block_forward(X, block_params(model.params, layer), model.cfg)
         maps.append(attn_cache[4][0])  # attn, (nh, T, T)
     return {"tokens": [token_label(model.tokenizer, i) for i in ids], "attention": np.stack(maps)}
 
@@ -344,7 +342,8 @@ def sampling_cuts(settings):
     return [("temperature 0.5", Sampling(0.5, 0, 1.0)), ("temperature 1", Sampling(1.0, 0, 1.0)),
             ("temperature 2", Sampling(2.0, 0, 1.0)), ("temperature 1, top-k 3", Sampling(1.0, 3, 1.0)),
             ("temperature 1, top-p 0.9", Sampling(1.0, 0, 0.9)),
-            (f"the checkpoint's settings:\ntemperature {own.temperature:g}, top-k {own.top_k}, top-p {own.top_p:g}", own)]
+            (f"the checkpoint's settings:\ntemperature {own.temperature:g}, top-k {own.top_k}, "
+             f"top-p {own.top_p:g}", own)]
 
 
 def next_token_data(model):
@@ -557,7 +556,8 @@ def draw_next_token(data):
         ax.set_xticks(range(len(tokens)), tokens, family="monospace", fontsize=8)
         ax.set_title(title, fontsize=8.5)
         ax.text(0.97, 0.93, f"{int(count)} of {int(data['vocab_size'])} tokens kept\n"
-                f"the {int(data['vocab_size']) - len(tokens)} not drawn: {max(1 - row.sum(), 0):.3f} together",  # not -0.000
+                # max: a sum of rounded probabilities can pass 1 by a hair, which would print -0.000
+                f"the {int(data['vocab_size']) - len(tokens)} not drawn: {max(1 - row.sum(), 0):.3f} together",
                 transform=ax.transAxes, ha="right", va="top", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("probability")
@@ -583,7 +583,8 @@ BLOCK_ROWS = [
     ("Q, K, V", "x W + b: {Wq, Wk, Wv, bq, bk, bv}; split into heads", None, ""),
     ("A", "softmax(mask(Q K\u1d40 / \u221ahs))", None, ""),
     ("heads", "A V, the heads side by side", None, ""),
-    ("X_mid", "X + heads Wo + bo: {Wo, bo}", "dX_mid", "layernorm_backward: {dln2_gain, dln2_shift}; + dout (the residual)"),
+    ("X_mid", "X + heads Wo + bo: {Wo, bo}", "dX_mid",
+     "layernorm_backward: {dln2_gain, dln2_shift}; + dout (the residual)"),
     ("h2", "layernorm_forward: {ln2_gain, ln2_shift}", "dh2", "mlp_backward: {dW1, db1, dW2, db2}"),
     ("hidden", "h2 W1 + b1: {W1, b1}", None, ""),
     ("activated", "GELU(hidden)", None, ""),
