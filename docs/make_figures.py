@@ -461,7 +461,7 @@ def draw_mask(data):
     ax.set_ylabel("query position t")
     allowed = plt.matplotlib.patches.Patch(facecolor="#ffffff", edgecolor="#888888", label="0: s \u2264 t, may look")
     blocked = plt.matplotlib.patches.Patch(facecolor=INK, label="\u2212\u221e: s > t, the future")
-    ax.legend(handles=[allowed, blocked], loc="upper center", bbox_to_anchor=(0.5, -0.02), ncols=2, frameon=False)
+    ax.legend(handles=[allowed, blocked], loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, frameon=False)
     return fig
 
 
