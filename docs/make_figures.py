@@ -529,15 +529,31 @@ def draw_schedule(data):
     return fig
 
 
+LABEL_PLACES = [((3, 2), "left"), ((3, -9), "left"), ((-3, 2), "right"), ((-3, -9), "right")]  # points from the dot
+
+
+def label_points(ax, at, labels):
+    """Each label beside its point, on the first side of LABEL_PLACES where it overlaps no label placed before."""
+    ax.figure.canvas.draw()  # the texts' sizes need a renderer
+    placed = []
+    for xy, label in zip(at, labels):
+        for offset, align in LABEL_PLACES:
+            text = ax.annotate(label, xy, xytext=offset, textcoords="offset points", ha=align, fontsize=7.5,
+                               family="monospace", color=ACCENT)
+            box = text.get_window_extent()
+            if not any(box.overlaps(other) for other in placed) or (offset, align) == LABEL_PLACES[-1]:
+                placed.append(box)
+                break
+            text.remove()
+
+
 def draw_token_table(data):
     plt = pyplot()
     points, characters, share = data["points"], int(data["characters"]), data["variance_share"]
     fig, ax = plt.subplots(figsize=(7.0, 5.6), layout="constrained")
     ax.scatter(points[characters:, 0], points[characters:, 1], s=6, color=LIGHT, label="merged tokens")
     ax.scatter(points[:characters, 0], points[:characters, 1], s=10, color=INK, label="single characters")
-    for token_id, label in zip(data["label_ids"], data["labels"]):
-        ax.annotate(label, points[token_id], xytext=(3, 2), textcoords="offset points", fontsize=7.5,
-                    family="monospace", color=ACCENT)
+    label_points(ax, points[data["label_ids"]], data["labels"])
     ax.set_xlabel(f"principal direction 1 ({share[0]:.0%} of the variance)")
     ax.set_ylabel(f"principal direction 2 ({share[1]:.0%} of the variance)")
     ax.legend(loc="best", frameon=False)
