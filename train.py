@@ -15,6 +15,7 @@ and its corpus's name); once it has validated a model, its best model is also co
 checkpoints/, where talk.py reads it. Earlier runs stay; `python talk.py --list` lists them.
 """
 
+import argparse
 import collections
 import math
 import os
@@ -443,12 +444,12 @@ def where_the_model_is(run, home_before):
     return "this run had not validated a model yet, so there is none to talk to"
 
 
-def train(s, resume_from=None, stop=None, name=""):
-    """The whole job: a new run in s.checkpoint, named name (or by its start time and corpus), or the
-    run in the folder resume_from continued. Returns the run's folder."""
+def train(s, resume_from=None, stop=None, name=None):
+    """The whole job: a new run in s.checkpoint, named name (None: by its start time and corpus), or
+    the run in the folder resume_from continued. Returns the run's folder."""
     stop = stop or StopRequest()
     home, started_at = Path(s.checkpoint), datetime.now(timezone.utc)
-    if name and resume_from is None:
+    if name is not None and resume_from is None:
         checkpoint.check_run_name(home, name)  # before the work of reading the corpus; checked again at mkdir
     if s.recipe:
         print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
@@ -465,8 +466,8 @@ def train(s, resume_from=None, stop=None, name=""):
     if resume_from is not None:
         home = checkpoint.home_of(resume_from)
     with checkpoint.locked(resume_from if home is None else home):
-        run_name = name or checkpoint.default_run_name(path, started_at)
-        run = start_run(s, cfg, data, home, resume_from, corpus_sha256, (run_name, bool(name)))
+        run_name = checkpoint.default_run_name(path, started_at) if name is None else name
+        run = start_run(s, cfg, data, home, resume_from, corpus_sha256, (run_name, name is not None))
         try:
             run_loop(run, s, cfg, data, corpus_info, corpus_sha256, stop)
         finally:
@@ -576,7 +577,7 @@ def main(argv=None):
     new_or_resumed = p.add_mutually_exclusive_group()
     new_or_resumed.add_argument("--resume", action="store_true",
                                 help="continue an interrupted run: the one in --checkpoint, or the latest in its runs/")
-    new_or_resumed.add_argument("--name", default="",
+    new_or_resumed.add_argument("--name", default=argparse.SUPPRESS,  # absent where not given; --name "" is refused
                                 help="the run's name, its folder in checkpoints/runs/, by which talk.py and "
                                      "generate.py find it (--checkpoint NAME); default: its UTC start time and the "
                                      "corpus's name, such as 20261201-0230-tinyshakespeare")
@@ -586,7 +587,7 @@ def main(argv=None):
         s, folder = resume_settings(s, argv)
         train(s, resume_from=folder)
     else:
-        train(s, name=args.name)
+        train(s, name=getattr(args, "name", None))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 import argparse
 import csv
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -485,3 +487,130 @@ def test_help_lists_every_setting_with_its_comment():
     for name in config.defaults():
         assert f"--{name}" in result.stdout, name
     assert "decoupled weight decay" in result.stdout and "--resume" in result.stdout
+
+
+# --- runs by name ---------------------------------------------------------------------------------
+
+def test_a_run_takes_its_name_and_a_default_name_says_when_and_on_what(tmp_path, corpus):
+    named = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1), name="village")
+    assert named == tmp_path / "ck" / "runs" / "village" and checkpoint.load(named).meta["run"] == "village"
+    default = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
+    assert re.fullmatch(r"\d{8}-\d{4}-corpus", default.name), default.name  # corpus.csv's run, to the minute
+    again = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
+    assert again.name in (f"{default.name}-2", checkpoint.default_run_name(corpus, datetime.now(timezone.utc)))
+
+
+def test_default_run_name_docstring_example():
+    at = datetime(2026, 12, 1, 2, 30, 59, tzinfo=timezone.utc)
+    assert checkpoint.default_run_name("data/tinyshakespeare.txt", at) == "20261201-0230-tinyshakespeare"
+    assert checkpoint.default_run_name("my notes (v2).txt", at) == "20261201-0230-my-notes-v2"  # a folder name
+    assert checkpoint.default_run_name("...txt", at) == "20261201-0230-corpus"
+
+
+def test_a_bad_or_taken_name_is_one_line_and_overwrites_nothing(trained, corpus):
+    run = run_folder(trained)
+    before = {path: path.read_bytes() for path in trained.rglob("*") if path.is_file()}
+    top_run = checkpoint.read_json(trained / "model.json")["run"]
+    for name, message in [("a/b", "--name 'a/b' cannot name a run's folder"), ("", "--name '' cannot name"),
+                          ("  ", "--name '  ' cannot name"), (".hidden", "--name '.hidden' cannot name"),
+                          (run.name, f"there is already a run named {run.name!r} in {trained}/; choose another --name")]:
+        line = one_line_error(run_script("train.py", "--corpus_path", str(corpus), "--checkpoint", str(trained),
+                                         "--epochs", "1", "--name", name))
+        assert message in line, (name, line)
+    shutil.rmtree(run)  # the folder of the run whose model is on top is gone: its name is still taken
+    with pytest.raises(ValueError, match=f"there is already a run named {top_run!r}"):
+        train.train(tiny_settings(trained, corpus, epochs=1), name=top_run)
+    assert {path: path.read_bytes() for path in trained.rglob("*") if path.is_file()} == \
+        {path: data for path, data in before.items() if run not in path.parents}
+    line = one_line_error(run_script("train.py", "--resume", "--name", "x", "--checkpoint", str(trained)))
+    assert "argument --name: not allowed with argument --resume" in line
+
+
+# --- the small edges ------------------------------------------------------------------------------
+
+def test_the_time_to_go_follows_the_recent_speed(monkeypatch):
+    progress = train.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
+    start = progress.recent[0][0]
+    for step in range(1, 101):  # 100 steps at 10 a second
+        rate = progress.rate(start + step / 10, step)
+    assert rate == pytest.approx(10)
+    for step in range(101, 201):  # then the machine gets busy: 2 a second, for 50 s
+        rate = progress.rate(start + 10 + (step - 100) / 2, step)
+    assert rate == pytest.approx(2, rel=0.05)  # the last 30 s, where the whole run's mean says 200 / 60 s = 3.3
+    assert train.duration((1000 - 200) / rate) == "6 min 40 s"
+
+
+@pytest.mark.parametrize("seconds, said", [(239.6, "4 min 00 s"), (59.5, "1 min 00 s"), (59.4, "0 min 59 s"),
+                                           (3725, "62 min 05 s"), (0.2, "0 min 00 s")])
+def test_duration_never_says_60_s(seconds, said):
+    assert train.duration(seconds) == said
+
+
+def test_a_mistyped_setting_suggests_the_nearest(tmp_path):
+    for args, suggestion in [(["--max_step", "20"], "(did you mean --max_steps?)"),
+                             (["--epochz=3", "--lr", "1"], "(did you mean --epochs for --epochz?)"),
+                             (["--resum"], "(did you mean --resume?)")]:
+        line = one_line_error(run_script("train.py", *args, "--checkpoint", str(tmp_path / "ck")))
+        assert line == f"train.py: unrecognized arguments: {' '.join(args)} {suggestion} (see --help)", line
+    line = one_line_error(run_script("train.py", "--zebra", "1"))
+    assert line == "train.py: unrecognized arguments: --zebra 1 (see --help)"  # nothing near: no guess
+
+
+def test_ctrl_c_is_told_on_stderr_and_saves_though_a_tee_on_stdout_is_gone(tmp_path, corpus):
+    args = ["train.py", "--corpus_path", str(corpus), "--checkpoint", str(tmp_path / "ck"), "--epochs", "200",
+            "--eval_interval", "20", "--max_steps", "100000"]
+    process = subprocess.Popen([sys.executable, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    while "model:" not in process.stdout.readline():
+        assert process.poll() is None, process.stderr.read()
+    time.sleep(0.5)
+    process.stdout.close()  # as `| tee log` is when the same Ctrl-C stops tee: what is printed next has no reader
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "Broken pipe" not in err and "Exception ignored" not in err, err
+    said = re.search(r"interrupted after step ([\d,]+) of 100,000; the state is saved in (.*)/\. "
+                     r"Resume with: python train\.py --resume --checkpoint", err)
+    assert said, err
+    assert checkpoint.read_json(Path(said[2]) / "resume.json")["step"] == int(said[1].replace(",", ""))
+
+
+def test_a_run_that_saved_nothing_leaves_no_folder(tmp_path, corpus, monkeypatch):
+    s = tiny_settings(tmp_path / "ck", corpus, max_steps=50, eval_interval=25)
+    calls = []
+    real_step = train.train_step
+
+    def crashing_step(run, *args):
+        calls.append(run.folder)
+        if len(calls) == 3:
+            raise RuntimeError("a bug at step 3")
+        return real_step(run, *args)
+
+    monkeypatch.setattr(train, "train_step", crashing_step)
+    with pytest.raises(RuntimeError, match="a bug at step 3"):  # a bug keeps its exception
+        train.train(s)
+    assert calls[0].parent == tmp_path / "ck" / "runs" and not calls[0].exists()
+    assert list((tmp_path / "ck" / "runs").iterdir()) == []
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="the loss became"):  # a diverging run, before its first validation
+        train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1, lr_max=1e9, grad_clip=1e9))
+    assert list((tmp_path / "ck" / "runs").iterdir()) == []
+
+
+def test_train_and_talk_count_a_csvs_characters_the_same_way(tmp_path, corpus):
+    read = train.read_corpus(corpus, tiny_settings(tmp_path, corpus))
+    characters = len(read.train_text) + len(read.val_text)  # what model.json records and talk.py says
+    assert read.described == f"200 rows, {characters:,} characters with each row's newline"
+    assert characters == sum(len(row) + 1 for row in train.read_rows(corpus, "text", 0)[0])
+    assert read.kind == "rows"
+    run = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
+    assert checkpoint.read_json(run / "model.json")["corpus"]["kind"] == "rows"
+
+
+def test_recipe_help_names_each_recipe_on_a_line_of_its_own():
+    result = run_script("train.py", "--help")
+    lines = result.stdout.splitlines()
+    for name, use in config.RECIPE_USES.items():
+        first = next(line.strip() for line in lines if line.strip().startswith(f"{name}: "))
+        assert use.startswith(first[len(name) + 2:])
+    assert config.RECIPE_USES.keys() == config.RECIPES.keys()
