@@ -1,13 +1,8 @@
 """Shared fixtures: a tiny model small enough to check every entry of every gradient, and a tiny
 trained checkpoint for the tests of the scripts."""
 
-import functools
-import http.server
-import importlib.util
 import os
-import subprocess
 import sys
-import threading
 import time
 import types
 from pathlib import Path
@@ -15,6 +10,9 @@ from pathlib import Path
 import pytest
 
 import gradcheck
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
+import site_tools  # noqa: E402  docs/site_tools.py: build, serve and open the site, as docs/make_pdf.py does
 
 
 # The math first and the docs last: a learner who breaks a backward and runs `pytest -x` stops at
@@ -106,28 +104,12 @@ def tiny_play_checkpoint(tmp_path_factory):
 # console errors and every request that leaves the site. Without mkdocs, Playwright or Chromium
 # these tests skip with the reason, except under CI (CI=true), where they must run.
 
-REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"  # Debian's package; a browser that a tool downloads cannot be fetched here
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-
 
 def missing(reason):
     """Skip for want of a tool, or fail under CI, where every test must run."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the browser tests must run)")
     pytest.skip(reason)
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def copyfile(self, source, outputfile):
-        try:
-            super().copyfile(source, outputfile)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the browser left the page before this file arrived
 
 
 class Site:
@@ -160,34 +142,22 @@ class Site:
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
-        missing('mkdocs or mkdocs-material is not installed (pip install -e ".[docs]")')
+    if problem := site_tools.missing_tool():
+        missing(problem)
     root = tmp_path_factory.mktemp("site")
     started = time.perf_counter()
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(root),
-                            "--config-file", str(REPO / "mkdocs.yml")], capture_output=True, text=True,
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, cwd=REPO)
-    assert built.returncode == 0, f"mkdocs build --strict failed:\n{built.stdout}{built.stderr}"
-    build_seconds = time.perf_counter() - started
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=root))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield Site(root, f"http://127.0.0.1:{server.server_port}", build_seconds)
-    server.shutdown()
-    server.server_close()
+    failure = site_tools.build(root)
+    assert failure is None, f"mkdocs build --strict failed:\n{failure}"
+    with site_tools.serve(root) as origin:
+        yield Site(root, origin, time.perf_counter() - started)
 
 
 @pytest.fixture(scope="session")
 def browser():
-    if importlib.util.find_spec("playwright") is None:
-        missing('Playwright is not installed (pip install -e ".[docs]")')
-    if not Path(CHROMIUM).is_file():
-        missing(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    if problem := site_tools.missing_tool():
+        missing(problem)
+    with site_tools.chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 class Visit:
@@ -213,7 +183,7 @@ def open_site_page(site, browser):
         page.on("pageerror", lambda error: visit.errors.append(str(error)))
         page.on("request", lambda request: None if site.serves(request.url) else visit.foreign_requests.append(request.url))
         page.goto(site.url(path), wait_until="load")
-        page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        site_tools.typeset(page)
         return visit
 
     yield open_page

@@ -197,3 +197,51 @@ def test_a_citation_opens_the_source_at_its_line_with_its_range_lit(open_site_pa
         .filter(e => getComputedStyle(e).backgroundColor !== "rgba(0, 0, 0, 0)").map(e => e.id)""")
     assert lit == [f"L{n}" for n in range(first, last + 1)]
     visit.page.close()
+
+
+def expected_numbering(site, paths):
+    """From the built pages' HTML, in order: how many display equations, and the numbers each
+    'Where is it used?' should name (those since the previous one on the same page)."""
+    count, notes = 0, []
+    for path in paths:
+        html_text = (site.root / path / "index.html").read_text(encoding="utf-8")
+        article = html_text[html_text.index("<article"): html_text.index("</article>")]
+        covered = []
+        for match in re.finditer(r'<div class="arithmatex">|<h3 id="[^"]*">Where is it used\?', article):
+            if match[0].startswith("<div"):
+                count += 1
+                covered.append(count)
+            else:
+                notes.append(covered)
+                covered = []
+    return count, notes
+
+
+BOOK_LINKS = """() => [...document.querySelectorAll(".pdf-book a[href^='#']")]
+    .map(a => a.getAttribute("href")).filter(href => !document.getElementById(href.slice(1)))"""
+EQUATION_LABELS = """() => [...document.querySelectorAll("mjx-container[display=true]")]
+    .map(e => e.querySelector("mjx-labels mjx-mtd")?.id)"""
+
+
+def test_the_pdf_numbers_every_equation_and_each_where_is_it_used_names_its_own(site, open_site_page, tmp_path):
+    from mkdocs.config import load_config
+
+    import make_pdf
+
+    paths = make_pdf.learners_path(load_config(str(REPO / "mkdocs.yml")).nav)
+    assert paths[:2] == ["", "01-embeddings/"] and "11-pytorch/" in paths
+    assert not [path for path in paths if path.startswith(("engineering/", "source/"))]
+    equations, notes = expected_numbering(site, paths)
+    visit = open_site_page("")
+    book = make_pdf.assemble(visit.page, paths)
+    assert book["errors"] == [] and book["equations"] == equations > 100
+    assert [where["equations"] for where in book["whereUsed"]] == notes and len(notes) > 20
+    assert visit.page.evaluate(EQUATION_LABELS) == [f"mjx-eqn:{n}" for n in range(1, equations + 1)]
+    for note, numbers in zip(visit.page.locator(".pdf-equations").all_inner_texts(), notes):
+        assert f"({numbers[0]})" in note and f"({numbers[-1]})" in note if numbers else note == "No numbered equation."
+    assert visit.page.evaluate(BOOK_LINKS) == [], "links inside the PDF that land nowhere"
+    make_pdf.print_pdf(visit.page, tmp_path / "book.pdf")
+    pdf = (tmp_path / "book.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF-") and len(re.findall(rb"/Type\s*/Page\b", pdf)) > 5 * len(paths)
+    assert visit.errors == [] and visit.foreign_requests == []
+    visit.page.close()
