@@ -78,6 +78,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="numpy-gpt.pdf", help="where to write the PDF (default: numpy-gpt.pdf)")
     args = p.parse_args(argv)
+    if not Path(args.out).resolve().parent.is_dir():
+        raise InputError(f"--out {args.out}: there is no folder {Path(args.out).parent} to write the PDF in")
     if problem := site_tools.missing_tool():
         raise InputError(f"the PDF needs the site and Chromium: {problem}")
     from mkdocs.config import load_config

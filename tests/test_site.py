@@ -245,3 +245,10 @@ def test_the_pdf_numbers_every_equation_and_each_where_is_it_used_names_its_own(
     assert pdf.startswith(b"%PDF-") and len(re.findall(rb"/Type\s*/Page\b", pdf)) > 5 * len(paths)
     assert visit.errors == [] and visit.foreign_requests == []
     visit.page.close()
+
+
+def test_make_pdf_refuses_a_folder_that_is_not_there_in_one_line(tmp_path):
+    ran = subprocess.run([sys.executable, str(REPO / "docs" / "make_pdf.py"), "--out", str(tmp_path / "no" / "x.pdf")],
+                         capture_output=True, text=True)
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert ran.stderr == f"error: --out {tmp_path}/no/x.pdf: there is no folder {tmp_path}/no to write the PDF in\n"
