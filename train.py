@@ -264,7 +264,7 @@ class Progress:
         self.drawn = False
 
     def rate(self, now, step):
-        """Steps per second over the recent steps, from the oldest of them to this one, at time now."""
+        """Record that step was done at time now; the steps per second since the oldest recent step."""
         self.recent.append((now, step))
         while len(self.recent) > 2 and now - self.recent[1][0] >= RATE_SECONDS:
             self.recent.popleft()  # the next oldest still starts a span of RATE_SECONDS or more
