@@ -85,7 +85,9 @@ def on_files(files, config):
         files.append(File.generated(config, f"{SOURCE_DIR}/{path}.md", content=content,
                                     inclusion=InclusionLevel.NOT_IN_NAV))
     mathjax = mathjax_folder()
-    for asset in sorted(p for p in mathjax.rglob("*") if p.is_file()):
+    # tex-chtml.js and the components it loads on demand (fonts, TeX packages, menu, accessibility),
+    # not the other ready-made bundles beside it (SVG output, MathML input, node): 14 of MathJax's 24 MB
+    for asset in sorted(p for p in mathjax.rglob("*") if p.is_file() and (p.parent != mathjax or p.name == "tex-chtml.js")):
         files.append(File.generated(config, f"{MATHJAX_DIR}/{asset.relative_to(mathjax).as_posix()}",
                                     abs_src_path=str(asset)))
     return files
