@@ -93,6 +93,15 @@ def on_files(files, config):
     return files
 
 
+def on_serve(server, config, builder):
+    """Under `mkdocs serve`, an edit to a cited file rebuilds its rendered copy too."""
+    root = repo_root(config)
+    for path in sorted(cited_files(config.docs_dir)):
+        if (root / path).is_file():
+            server.watch(str(root / path))
+    return server
+
+
 def mathjax_folder():
     """MathJax 3's browser build (es5/) as the django-static-mathjax package installs it."""
     import mathjax  # django-static-mathjax: the package is named mathjax, its files sit under static/
