@@ -14,6 +14,7 @@ import posixpath
 import re
 from pathlib import Path
 
+import mathjax  # the django-static-mathjax package: MathJax 3's files under its static/ folder
 from mkdocs.structure.files import File, InclusionLevel
 from pygments.lexers import PythonLexer
 from pygments.token import STANDARD_TYPES
@@ -104,8 +105,6 @@ def on_serve(server, config, builder):
 
 def mathjax_folder():
     """MathJax 3's browser build (es5/) as the django-static-mathjax package installs it."""
-    import mathjax  # django-static-mathjax: the package is named mathjax, its files sit under static/
-
     return Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
 
 
