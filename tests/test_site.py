@@ -252,3 +252,14 @@ def test_make_pdf_refuses_a_folder_that_is_not_there_in_one_line(tmp_path):
                          capture_output=True, text=True)
     assert ran.returncode == 2 and ran.stdout == ""
     assert ran.stderr == f"error: --out {tmp_path}/no/x.pdf: there is no folder {tmp_path}/no to write the PDF in\n"
+
+
+def test_a_missing_tool_skips_with_its_reason_and_fails_under_ci(monkeypatch):
+    from conftest import missing
+
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="^no Chromium at /nowhere$"):
+        missing("no Chromium at /nowhere")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true: the browser tests must run"):
+        missing("no Chromium at /nowhere")
