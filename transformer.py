@@ -150,8 +150,9 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 # ---------------------------------------------------------------------------------------------
 # Sums over the last axis, as products with a vector of ones.
 
-# Measured: the layer norm with these sums, in place, makes a training step 8% faster at the book recipe's
-# shape and 11% at the reference shape than written with .mean(axis=-1) (docs/engineering/performance.md)
+# Measured: the layer norm with these sums, in place, makes a training step 13-14% faster at the book recipe's
+# shape and 8-10% at the reference shape than written with .mean(axis=-1); two copies of one tree differ by
+# under 1% (benchmarks/bench_ab.py, 3 runs of 80 turns; docs/engineering/performance.md)
 def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
     """The sum over the last axis of one array, or of the product of two, without making the product.
 
@@ -230,8 +231,9 @@ def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S po
     return np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
 
 
-# Measured: the heads, dq, dk and dv written in place with out= make a training step 12-14% faster at the
-# book recipe's shape, and 1% slower at the reference shape (docs/engineering/performance.md)
+# Measured: the heads, dq, dk and dv written in place with out= make a training step 9-11% faster at the
+# book recipe's shape, and 0-1% at the reference shape, within its noise of 1% (bench_ab.py, 3 runs of 80
+# turns; docs/engineering/performance.md)
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""

@@ -40,7 +40,7 @@ import config  # noqa: E402
 import train  # noqa: E402
 from errors import InputError  # noqa: E402
 from files import publish_staged, temporary_name, write_staged  # noqa: E402
-from generate import Sampling, filtered_probs, generate  # noqa: E402
+from generate import Sampling, filtered_probs, generate, reply_end  # noqa: E402
 from optim import lr_schedule  # noqa: E402
 from transformer import (attention_backward, attention_forward, block_forward, block_params, causal_mask,  # noqa: E402
                          embed_forward, forward, gelu_backward, gelu_forward, init_params, layernorm_backward,
@@ -176,7 +176,9 @@ def output_figures(model, ids):
                             settings["seq_len"], Sampling(settings["temperature"], settings["top_k"],
                                                           settings["top_p"]),
                             np.random.default_rng(settings["seed"]))
-    text = tokenizer.decode(tokenizer.encode(NEXT_PROMPT) + list(continuation)).split("\n")[0]
+    text = tokenizer.decode(tokenizer.encode(NEXT_PROMPT) + list(continuation))
+    end = reply_end(text, checkpoint.corpus_kind(model.meta))  # where talk.py would stop the reply
+    text = text if end is None else text[:end]
     return {
         "logits.shape": str(logits.shape), "window.loss": f"{window_loss:.4f}",
         "uniform.loss": f"{np.log(cfg.vocab_size):.4f}",

@@ -21,14 +21,15 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
 sys.path.insert(0, str(REPO / "tests"))
-from test_docs import CITATION, CODE_SPAN, FIGURE, PAGES, fenced_block, squash  # noqa: E402
+from test_docs import CITATION, CODE_SPAN, FIGURE, PAGES, fenced_block, quoted_spans, squash  # noqa: E402
 
 
-def where_it_stands(file_lines, quoted, length):
-    """The first line numbers of every window of `length` lines that holds all the quoted text."""
+def where_it_stands(file_lines, quoted, length, holds=all):
+    """The first line numbers of every window of `length` lines that holds all the quoted text (or,
+    with holds=any, some of it)."""
     squashed = [squash(line) for line in file_lines]
     return [start + 1 for start in range(len(file_lines) - length + 1)
-            if all(q in " ".join(squashed[start: start + length]) for q in quoted)]
+            if holds(q in " ".join(squashed[start: start + length]) for q in quoted)]
 
 
 def relocate(page_lines):
@@ -40,6 +41,7 @@ def relocate(page_lines):
             last = int(match[3] or first)
             file_lines = (REPO / path).read_text(encoding="utf-8").splitlines()
             block = fenced_block(page_lines[number + 1:])
+            holds = all  # a block and a table row quote all of what they show; running text names one thing
             if block is not None and squash(CITATION.sub("", line)).strip("*`#: ") == "":
                 quoted, length = [squash(b) for b in block], len(block)
             elif line.lstrip().startswith("|"):
@@ -47,11 +49,12 @@ def relocate(page_lines):
                           if not CITATION.fullmatch(s) and not s.startswith("figure:")]
                 length = last - first + 1
             else:
-                continue
+                quoted = [squash(s) for s in quoted_spans(line)]
+                length, holds = last - first + 1, any
             still_there = " ".join(squash(x) for x in file_lines[first - 1: first - 1 + length])
-            if not quoted or all(q in still_there for q in quoted):
+            if not quoted or holds(q in still_there for q in quoted):
                 continue
-            starts = where_it_stands(file_lines, quoted, length)
+            starts = where_it_stands(file_lines, quoted, length, holds)
             if not starts:
                 unplaced.append(f"line {number + 1}: {match[0]} (the quoted code changed)")
                 continue

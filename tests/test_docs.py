@@ -173,3 +173,21 @@ def test_figures_json_records_its_provenance():
     for key in ("commit", "model.npz sha256", "model.json sha256", "model.tok.json sha256", "corpus sha256",
                 "settings", "versions"):
         assert provenance.get(key), key
+
+
+def test_sync_docs_moves_citations_whose_code_only_moved():
+    import sys
+    sys.path.insert(0, str(DOCS))
+    import sync_docs
+    source = (REPO / "transformer.py").read_text(encoding="utf-8").splitlines()
+    line_of = lambda text: next(n for n, line in enumerate(source, 1) if text in line)
+    embed, dx, ln = line_of("def embed_forward"), line_of("dx = dout @ W.T"), line_of("def layernorm_forward")
+    page = ["Running text names `def embed_forward` (transformer.py:1).",
+            "| dx | computes it | transformer.py:2 | `dx = dout @ W.T` |",
+            "transformer.py:3-4", "```python", source[ln - 1], source[ln], "```",
+            "A quote that stands nowhere: `no such code` (transformer.py:5)."]
+    moved, unplaced = sync_docs.relocate(list(page))
+    assert moved[0] == f"Running text names `def embed_forward` (transformer.py:{embed})."
+    assert moved[1] == f"| dx | computes it | transformer.py:{dx} | `dx = dout @ W.T` |"
+    assert moved[2] == f"transformer.py:{ln}-{ln + 1}"
+    assert unplaced == ["line 8: transformer.py:5 (the quoted code changed)"]
