@@ -17,6 +17,10 @@ Each new token is drawn from the last position's logits, filtered in this order:
        reaches top_p (nucleus sampling)
     4. renormalise what is kept and draw one token with a seeded np.random.Generator
 Ties in the ordering go to the smaller token id, so a filter never depends on sort luck.
+
+The scripts take the prompt's last tokens back before they continue it (heal_prompt): the first new
+token must then start with their text, so a prompt that stops inside what the model learned as one
+token ('ROMEO:' of 'ROMEO:\n') is continued as the text it learned, not from a split it never saw.
 """
 
 import math
@@ -84,13 +88,15 @@ def sample_next(logits, sampling, rng):  # (V,) -> int
     return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
 
 
-def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, stop_id=None, use_cache=True):
+def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, stop_id=None, use_cache=True,
+             first_allowed=None):
     """Yield up to max_new_tokens new ids, each as soon as it is drawn; stop after stop_id.
 
     The model reads only the last `window` ids, so a prompt of any length works. With use_cache,
     while the window still grows each new id costs the work of one position: the keys and values
     of the earlier ones are kept (a key/value cache). Once the window is full it slides, every
-    id moves to a new position, and the model reads the whole window again.
+    id moves to a new position, and the model reads the whole window again. first_allowed, a (V,)
+    array of booleans, limits the first draw to the ids where it is True (heal_prompt).
     """
     if len(prompt_ids) == 0:
         raise InputError("the prompt is empty: give at least one character")
@@ -99,7 +105,10 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
     context = list(prompt_ids)[-window:]
     logits, cache = forward(params, np.array(context), cfg)
     for step in range(max_new_tokens):
-        next_id = sample_next(logits[-1], sampling, rng)
+        scores = logits[-1]
+        if step == 0 and first_allowed is not None:
+            scores = np.where(first_allowed, scores, -np.inf)  # probability 0 for every other id
+        next_id = sample_next(scores, sampling, rng)
         yield next_id
         if next_id == stop_id or step == max_new_tokens - 1:
             return
@@ -216,6 +225,31 @@ def known_prompt_ids(tokenizer, text, strict):
     return ids
 
 
+def heal_prompt(tokenizer, prompt_ids):
+    """(the prompt with its last tokens taken back, the ids the first new token may be): those whose
+    text starts with the text taken back. What is taken back is the longest run of the prompt's last
+    tokens whose text starts some token of the vocabulary; the first token of the prompt stays.
+
+    BPE cuts a prompt as it cuts any text, so a prompt that stops where the training text went on
+    ends on tokens the model has never seen there: 'ROMEO:' is 'ROMEO', ':' where the play held
+    'ROMEO:\n' as one token. Taken back and redrawn as a token that starts with 'ROMEO:', it can
+    become 'ROMEO:\n', and the model goes on from where it knows how to.
+    Example: a tokenizer trained on "Lear.\nWhat, Kent?\n\nKent.\nSir.\n" with 12 merges, prompt "Lear."
+    -> the ids of "Lea", and True for the id of 'r.\n' alone (no token starts with "ar.")
+    """
+    texts = [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
+    taken_back = 0
+    while taken_back + 1 < len(prompt_ids):
+        tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back - 1:])
+        if not any(text.startswith(tail) for text in texts):
+            break
+        taken_back += 1
+    if taken_back == 0:
+        return list(prompt_ids), None
+    tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back:])
+    return list(prompt_ids[:len(prompt_ids) - taken_back]), np.array([text.startswith(tail) for text in texts])
+
+
 def print_continuation(tokenizer, prompt_ids, new_ids, kind):
     """Print the prompt, then each new token as soon as it is drawn, up to the end of the reply for a
     model of that kind (reply_end), or all of them where kind is None (--full); then one newline."""
@@ -241,10 +275,11 @@ def main(argv=None):
     p.add_argument("prompt", help="the text to continue")
     args = parse_sampling(p, argv)
     model = load_for_sampling(args)
-    prompt_ids = known_prompt_ids(model.tokenizer, args.prompt, args.strict)
+    prompt_ids, first_allowed = heal_prompt(model.tokenizer, known_prompt_ids(model.tokenizer, args.prompt,
+                                                                                args.strict))
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     new_ids = generate(model.params, model.cfg, prompt_ids, args.max_new_tokens, args.window, sampling,
-                       np.random.default_rng(args.seed))
+                       np.random.default_rng(args.seed), first_allowed=first_allowed)
     print_continuation(model.tokenizer, prompt_ids, new_ids, reply_kind(model, args.full))
 
 

@@ -29,8 +29,8 @@ import numpy as np
 import checkpoint
 import config
 from errors import InputError
-from generate import (Sampling, generate, known_prompt_ids, load_for_sampling, parse_sampling, print_continuation,
-                      reply_kind, sampling_parser, warn)
+from generate import (Sampling, generate, heal_prompt, known_prompt_ids, load_for_sampling, parse_sampling,
+                      print_continuation, reply_kind, sampling_parser, warn)
 
 
 @dataclass
@@ -194,8 +194,9 @@ def continue_text(session, text):
     except InputError as err:
         warn(str(err))
         return
+    prompt_ids, first_allowed = heal_prompt(session.model.tokenizer, prompt_ids)
     new_ids = generate(session.model.params, session.model.cfg, prompt_ids, session.max_new_tokens,
-                       session.window, session.sampling, session.rng)
+                       session.window, session.sampling, session.rng, first_allowed=first_allowed)
     print_continuation(session.model.tokenizer, prompt_ids, new_ids, reply_kind(session.model, session.full))
 
 

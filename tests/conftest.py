@@ -7,8 +7,11 @@ import time
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import checkpoint
+import generate
 import gradcheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
@@ -44,6 +47,17 @@ def tiny_params():
 def tiny_batch():
     """ids and targets of shape (B, T) = (3, 5), with a repeated id so np.add.at has work to do."""
     return gradcheck.tiny_model()[2:]
+
+
+def greedy_text(folder, prompt, max_new_tokens):
+    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
+    window the checkpoint was trained with, the prompt's last token taken back as the scripts do."""
+    model = checkpoint.load(folder)
+    prompt_ids, first_allowed = generate.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
+    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
+                                model.meta["settings"]["seq_len"], generate.Sampling(0, 0, 1.0),
+                                np.random.default_rng(0), first_allowed=first_allowed)
+    return model.tokenizer.decode(prompt_ids) + model.tokenizer.decode(list(new_ids))
 
 
 def tiny_corpus_rows():

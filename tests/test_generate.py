@@ -14,7 +14,9 @@ import pytest
 
 import checkpoint
 import generate
+from conftest import greedy_text
 from generate import Sampling, filtered_probs, sample_next
+from tokenizer import BPETokenizer
 from transformer import forward, init_params
 
 REPO = Path(__file__).resolve().parent.parent
@@ -294,15 +296,6 @@ def run_generate(*args):
     return run_script("generate.py", *args)
 
 
-def greedy_text(folder, prompt, max_new_tokens):
-    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
-    window the checkpoint was trained with."""
-    model = checkpoint.load(folder)
-    new_ids = generate.generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
-                                model.meta["settings"]["seq_len"], GREEDY, np.random.default_rng(0))
-    return prompt + model.tokenizer.decode(list(new_ids))
-
-
 SAMPLING_OPTIONS = {"--help", "--checkpoint", "--temperature", "--top_k", "--top_p", "--max_new_tokens", "--seed",
                     "--window", "--strict", "--full",
                     "--list"}  # talk.py's option; --checkpoint's help names it (python talk.py --list)
@@ -324,6 +317,42 @@ def test_a_setting_sampling_does_not_use_is_refused_in_one_line(script, prompt, 
     result = run_script(script, *prompt, *setting)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == f"{script}: unrecognized arguments: {' '.join(setting)} (see --help)\n"
+
+
+def test_heal_prompt_docstring_example():
+    tokenizer = BPETokenizer.train(["Lear.\nWhat, Kent?\n\nKent.\nSir.\n"], 12)
+    prompt_ids, allowed = generate.heal_prompt(tokenizer, tokenizer.encode("Lear."))
+    assert tokenizer.decode(prompt_ids) == "Lea"  # 'r', '.' taken back: "r." starts 'r.\n', "ar." starts none
+    assert [tokenizer.decode([i]) for i in np.flatnonzero(allowed)] == ["r.\n"]
+    assert generate.heal_prompt(tokenizer, tokenizer.encode("L")) == ([tokenizer.encode("L")[0]], None)  # kept whole
+
+
+def test_the_first_draw_keeps_to_first_allowed(tiny_cfg, tiny_params):
+    allowed = np.zeros(tiny_cfg.vocab_size, dtype=bool)
+    allowed[[2, 5]] = True
+    hot = Sampling(2.0, 0, 1.0)
+    firsts = {next(generate.generate(tiny_params, tiny_cfg, [1, 3], 3, 8, hot, np.random.default_rng(seed),
+                                     first_allowed=allowed)) for seed in range(40)}
+    assert firsts == {2, 5}
+    later = {list(generate.generate(tiny_params, tiny_cfg, [1, 3], 2, 8, hot, np.random.default_rng(seed),
+                                    first_allowed=allowed))[1] for seed in range(40)}
+    assert len(later - {2, 5}) > 0  # only the first draw is held to it
+
+
+def test_cli_continues_a_speaker_typed_without_the_line_end_the_model_learned(tiny_play_checkpoint):
+    # the play has "ROMEO:\n" as one token; typed as "ROMEO:", the prompt ends in 'ROMEO', ':', a split the
+    # model never saw (continued as it is, it writes "ROMEO:tay all."); both are taken back, and redrawn
+    prompt = "when all the house is still.\n\nROMEO:"
+    model = checkpoint.load(tiny_play_checkpoint)
+    prompt_ids, allowed = generate.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
+    assert model.tokenizer.decode(prompt_ids) == "when all the house is still.\n\n"
+    assert [model.tokenizer.decode([i]) for i in np.flatnonzero(allowed)] == ["ROMEO:\n"]
+    greedy = ["--checkpoint", str(tiny_play_checkpoint), "--temperature", "0", "--max_new_tokens", "60"]
+    result = run_generate(prompt, *greedy)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(prompt + "\n")
+    speech = result.stdout[len("when all the house is still.\n\n"):].rstrip("\n").split("\n")
+    assert speech[0] == "ROMEO:" and len(speech) == 3, result.stdout  # the speaker, then a couplet, whole
 
 
 def test_cli_continues_the_prompt_reproducibly(tiny_checkpoint):

@@ -16,8 +16,8 @@ import pytest
 
 import checkpoint
 import talk
-from conftest import tiny_corpus_rows
-from generate import Sampling, generate
+from conftest import greedy_text, tiny_corpus_rows
+from generate import heal_prompt
 
 REPO = Path(__file__).resolve().parent.parent
 BANNER_LINES = 2  # the line about the model and the hint
@@ -59,14 +59,6 @@ def test_the_banner_says_which_run_a_model_came_from_when_the_top_is_broken(tiny
     about = run_talk(home, "").stdout.splitlines()[0]
     assert about.endswith(f"; read from {home}/runs/{tiny_checkpoint.name}/, as {home}/ holds no whole model on top")
     assert "read from" not in run_talk(tiny_checkpoint.parent.parent, "").stdout  # a whole top says nothing
-
-
-def greedy_text(folder, prompt, max_new_tokens):
-    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself."""
-    model = checkpoint.load(folder)
-    new_ids = generate(model.params, model.cfg, model.tokenizer.encode(prompt), max_new_tokens,
-                       model.meta["settings"]["seq_len"], Sampling(0, 0, 1.0), np.random.default_rng(0))
-    return prompt + model.tokenizer.decode(list(new_ids))
 
 
 def greedy_row(folder, prompt, max_new_tokens):
@@ -375,7 +367,9 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
     """In process, with generate replaced by one that is interrupted after its second token; it also
     checks that each token is printed and flushed before the next is drawn."""
     model = checkpoint.load(tiny_checkpoint)
-    sat = model.tokenizer.encode(" sat on")
+    sat = model.tokenizer.encode("at sat on")  # what the fake generate draws after "the c"
+    shown = model.tokenizer.decode(heal_prompt(model.tokenizer, model.tokenizer.encode("the cat"))[0])
+    assert shown == "the c"  # the prompt's last token, "at", is taken back, for the first draw to redo
     stdout = FlushRecorder()
     flushed_before_second = []
 
@@ -389,6 +383,6 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
     monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\n/settings\n"))
     monkeypatch.setattr(sys, "stdout", stdout)
     talk.main(["--checkpoint", str(tiny_checkpoint)])
-    assert flushed_before_second[0].endswith("\nthe cat" + model.tokenizer.decode(sat[:1]))  # streamed
+    assert flushed_before_second[0].endswith("\n" + shown + model.tokenizer.decode(sat[:1]))  # streamed
     assert stdout.getvalue().splitlines()[BANNER_LINES:] == [
-        "the cat" + model.tokenizer.decode(sat[:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
+        shown + model.tokenizer.decode(sat[:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
