@@ -126,6 +126,18 @@ def embedding_figures(model, ids, schedule):
     }
 
 
+def block_steps(X, p, cfg):  # (1, T, C), one block's params -> its arrays and caches, step by step
+    """block_forward's steps one at a time, keeping what it does not hand back: each branch's output,
+    the stream between the two branches, and every layer's cache."""
+    h1, ln1_cache = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
+    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
+    X_mid = X + attended
+    h2, ln2_cache = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+    fed, mlp_cache = mlp_forward(h2, p)
+    return types.SimpleNamespace(h1=h1, ln1_cache=ln1_cache, attended=attended, attn_cache=attn_cache, X_mid=X_mid,
+                                 h2=h2, ln2_cache=ln2_cache, fed=fed, mlp_cache=mlp_cache, out=X_mid + fed)
+
+
 def block_figures(model, ids):
     params, cfg = model.params, model.cfg
     X = embed_forward(params, ids[None])  # (1, T, C)
@@ -138,22 +150,17 @@ def block_figures(model, ids):
                                                       params["block0.ln1_gain"].max()], 3)})
     for layer in range(cfg.num_layers):
         p = block_params(params, layer)
-        # block_forward's two branches, one at a time, to measure what each adds to the stream
-        h1, _ = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
-        attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
-        X_mid = X + attended
-        h2, _ = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
-        fed, _ = mlp_forward(h2, p)
-        X = X_mid + fed
-        attn = attn_cache[4]  # (1, nh, T, T)
-        figures[f"residual.block{layer}.attn_out.mean_norm"] = f"{np.linalg.norm(attended, axis=-1).mean():.4f}"
-        figures[f"residual.block{layer}.mlp_out.mean_norm"] = f"{np.linalg.norm(fed, axis=-1).mean():.4f}"
+        step = block_steps(X, p, cfg)  # the two branches one at a time, to measure what each adds to the stream
+        X = step.out
+        attn = step.attn_cache[4]  # (1, nh, T, T)
+        figures[f"residual.block{layer}.attn_out.mean_norm"] = f"{np.linalg.norm(step.attended, axis=-1).mean():.4f}"
+        figures[f"residual.block{layer}.mlp_out.mean_norm"] = f"{np.linalg.norm(step.fed, axis=-1).mean():.4f}"
         figures[f"residual.block{layer}.mean_norm"] = f"{np.linalg.norm(X, axis=-1).mean():.4f}"
         for head in range(cfg.num_heads):
             last_row = attn[0, head, -1]
             figures[f"attention.block{layer}.head{head}.last_row"] = numbers(last_row, 2)
             figures[f"attention.block{layer}.head{head}.argmax"] = str(int(np.argmax(last_row)))
-        hidden, _ = linear_forward(h2, p["W1"], p["b1"])
+        hidden, _ = linear_forward(step.h2, p["W1"], p["b1"])
         figures[f"mlp.block{layer}.hidden.shape"] = str(hidden[0].shape)
         figures[f"mlp.block{layer}.hidden.negative_fraction"] = f"{(hidden < 0).mean():.3f}"
         figures[f"mlp.block{layer}.hidden.below_minus3_fraction"] = f"{(hidden < -3).mean():.3f}"
@@ -364,26 +371,21 @@ def block_data(params, cfg, ids):
     """The shape of every array one block computes on a window of ids, forward (block_forward's
     steps, one at a time) and backward (what block_backward hands between the layers, dout = 1),
     and the shape of each parameter and its gradient. Only shapes: they do not depend on the values."""
-    p = block_params(params, 0)
     X = embed_forward(params, ids[None])  # (1, T, C)
-    h1, ln1_cache = layernorm_forward(X, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
-    attended, attn_cache = attention_forward(h1, p, cfg.num_heads)
-    X_mid = X + attended
-    h2, ln2_cache = layernorm_forward(X_mid, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
-    fed, mlp_cache = mlp_forward(h2, p)
-    out = X_mid + fed
-    _, q, k, v, attn, (merged, _) = attn_cache
-    (_, _), (hidden, _), (activated, _) = mlp_cache
-    dout = np.ones_like(out)
-    dh2, grads = mlp_backward(dout, mlp_cache)
-    dX_mid, grads["ln2_gain"], grads["ln2_shift"] = layernorm_backward(dh2, ln2_cache)
+    step = block_steps(X, block_params(params, 0), cfg)
+    _, q, k, v, attn, (merged, _) = step.attn_cache
+    (_, _), (hidden, _), (activated, _) = step.mlp_cache
+    # block_backward's steps one at a time, keeping the gradients it hands between the layers
+    dout = np.ones_like(step.out)
+    dh2, grads = mlp_backward(dout, step.mlp_cache)
+    dX_mid, grads["ln2_gain"], grads["ln2_shift"] = layernorm_backward(dh2, step.ln2_cache)
     dX_mid = dX_mid + dout
-    dh1, attn_grads = attention_backward(dX_mid, attn_cache)
+    dh1, attn_grads = attention_backward(dX_mid, step.attn_cache)
     grads.update(attn_grads)
-    dX, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, ln1_cache)
+    dX, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, step.ln1_cache)
     dX = dX + dX_mid
-    arrays = {"X": X, "h1": h1, "Q": q, "K": k, "V": v, "A": attn, "heads": merged, "X_mid": X_mid, "h2": h2,
-              "hidden": hidden, "activated": activated, "out": out,
+    arrays = {"X": X, "h1": step.h1, "Q": q, "K": k, "V": v, "A": attn, "heads": merged, "X_mid": step.X_mid,
+              "h2": step.h2, "hidden": hidden, "activated": activated, "out": step.out,
               "dout": dout, "dh2": dh2, "dX_mid": dX_mid, "dh1": dh1, "dX": dX}
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
