@@ -388,7 +388,7 @@ def run_to_resume(folder):
 @contextlib.contextmanager
 def locked(folder):
     """Hold folder/.lock for the with-block, so that two trainings never write into one folder at
-    once; the system drops the lock when its process ends, however it ends. ValueError if it is held."""
+    once; the system drops the lock when its process ends, however it ends. InputError if it is held."""
     folder = Path(folder)
     check_writable(folder)
     try:
@@ -428,7 +428,7 @@ def save_resume_state(folder, params, opt_state, progress):
 
 
 def load_resume_state(folder, cfg):
-    """(params, optimizer state, progress) saved by save_resume_state; ValueError if unusable."""
+    """(params, optimizer state, progress) saved by save_resume_state; InputError if unusable."""
     folder = Path(folder)
     if not (folder / "resume.json").is_file() or not (folder / "resume.npz").is_file():
         raise InputError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "

@@ -207,7 +207,7 @@ def warn(message):
 
 def known_prompt_ids(tokenizer, text, strict):
     """The ids of the prompt's characters that the model knows. Characters it has never seen are left
-    out with a warning, or, with strict, refused; a prompt with nothing left is refused. ValueError.
+    out with a warning, or, with strict, refused; a prompt with nothing left is refused. InputError.
 
     Example: a tokenizer trained without 'Z', text "the Zcat" -> the ids of "the cat", and the
     warning "left out 'Z': the model has never seen this character"

@@ -127,6 +127,15 @@ def block_inputs(rng):
     return {key: rng.normal(scale=0.5, size=shapes[f"block0.{key}"]) for key in tf.BLOCK_KEYS}
 
 
+def input_and_params(backward):
+    """A backward that returns (dx, {short name: gradient}), as a block's layers do, turned into one
+    that returns a single dict, dx under "x": the form layer_errors compares."""
+    def gradients(dout, cache):
+        dx, grads = backward(dout, cache)
+        return {"x": dx, **grads}
+    return gradients
+
+
 def check_embedding(rng):
     params = {"tok_emb": rng.normal(size=(4, 3)), "pos_emb": rng.normal(size=(6, 3))}
     ids = np.array([[2, 0, 2, 1], [3, 3, 0, 2]])  # repeated ids: np.add.at must add every row
@@ -160,11 +169,8 @@ def check_softmax(rng):
 def check_attention(rng):
     p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
     used = {key: p[key] for key in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")}
-
-    def backward(dout, cache):
-        dx, grads = tf.attention_backward(dout, cache)
-        return {"x": dx, **grads}
-    return layer_errors(lambda: tf.attention_forward(x, p, num_heads=2), backward, {"x": x, **used}, rng)
+    return layer_errors(lambda: tf.attention_forward(x, p, num_heads=2), input_and_params(tf.attention_backward),
+                        {"x": x, **used}, rng)
 
 
 def check_gelu(rng):
@@ -174,21 +180,13 @@ def check_gelu(rng):
 
 def check_mlp(rng):
     p, x = block_inputs(rng), rng.normal(size=(2, 3, 4))
-
-    def backward(dout, cache):
-        dx, grads = tf.mlp_backward(dout, cache)
-        return {"x": dx, **grads}
-    return layer_errors(lambda: tf.mlp_forward(x, p), backward,
+    return layer_errors(lambda: tf.mlp_forward(x, p), input_and_params(tf.mlp_backward),
                         {"x": x, **{key: p[key] for key in ("W1", "b1", "W2", "b2")}}, rng)
 
 
 def check_block(rng):
     p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
-
-    def backward(dout, cache):
-        dx, grads = tf.block_backward(dout, cache)
-        return {"x": dx, **grads}
-    return layer_errors(lambda: tf.block_forward(x, p, TINY), backward, {"x": x, **p}, rng)
+    return layer_errors(lambda: tf.block_forward(x, p, TINY), input_and_params(tf.block_backward), {"x": x, **p}, rng)
 
 
 def check_loss(rng):

@@ -72,7 +72,7 @@ def describe(model, folder):
 # --- commands -----------------------------------------------------------------------------------
 
 def number(text):
-    """An int where text is a whole number, else a float; ValueError if it is no number at all."""
+    """An int where text is a whole number, else a float; InputError if it is no number at all."""
     for kind in (int, float):
         try:
             return kind(text)
