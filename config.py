@@ -15,12 +15,12 @@ import types
 from pathlib import Path
 
 from errors import InputError
+from transformer import ModelConfig
 
 # --- the model (vocab_size is not here: it comes from the tokenizer) ---
 context_len = 32  # rows of the position table: the longest sequence the model can read
 emb_dim = 32  # width of every token vector (C in the equations)
 num_heads = 2  # attention heads per block
-head_dim = 0  # width of one head; 0 = emb_dim // num_heads, the only width that fits
 num_layers = 2  # transformer blocks
 ff_dim = 128  # hidden width of each block's MLP
 ln_eps = 1e-5  # added to the variance in every layer norm, so no division by zero
@@ -40,6 +40,7 @@ batch_size = 16  # windows per optimizer step
 epochs = 20  # passes over the training windows (when max_steps is 0)
 max_steps = 0  # optimizer steps in the run, and the length of its schedule; 0 = epochs decide
 eval_interval = 250  # with max_steps: steps between validations (a run in epochs validates at each epoch's end)
+patience = 3  # stop once this many validations in a row have not beaten the best one; 0 = never stop early
 eval_tokens = 0  # held-out tokens scored at each validation, a fixed seeded choice of windows; 0 = all of them
 seed = 42  # seeds the initial weights, the split, the order of the windows and the samples
 lr_max = 1e-3  # learning rate at the end of warmup
@@ -51,7 +52,7 @@ adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # where models live: each run in runs/, the latest good model on top, read by talk.py
-processes = 0  # processes that share each batch, a slice of its rows each; 0 = one per core if the model is big enough
+processes = 1  # processes that share each batch, a slice of its rows each: 1 = this one alone (a breakpoint() in a backward stops here); 0 = one per core if the model is big enough
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt
@@ -99,31 +100,28 @@ def comments():
 
 
 def check(s):
-    """Raise SettingError naming the first setting that cannot work. s: a namespace of settings."""
-    positive = ["context_len", "emb_dim", "num_heads", "num_layers", "ff_dim", "ln_eps", "seq_len", "stride",
-                "batch_size", "epochs", "eval_interval", "lr_max", "adam_eps", "grad_clip", "max_new_tokens"]
-    for name in positive:
+    """Raise SettingError naming the first setting that cannot work. s: a namespace of settings. The model's
+    shape is ModelConfig's to check, and the sampling settings are generate.Sampling's: each rule in one place."""
+    try:
+        ModelConfig(1, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+    except ValueError as err:
+        raise SettingError(str(err).replace("ModelConfig.", "")) from None
+    for name in ["seq_len", "stride", "batch_size", "epochs", "eval_interval", "lr_max", "adam_eps", "grad_clip",
+                 "max_new_tokens"]:
         if not getattr(s, name) > 0:
             raise SettingError(f"{name} must be positive, got {getattr(s, name)}")
-    at_least_zero = ["head_dim", "max_rows", "num_merges", "max_steps", "eval_tokens", "warmup_steps", "weight_decay",
-                     "temperature", "top_k"]
-    for name in at_least_zero:
+    for name in ["max_rows", "num_merges", "max_steps", "eval_tokens", "warmup_steps", "weight_decay", "patience"]:
         if not getattr(s, name) >= 0:
             raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
     rules = [
-        (s.emb_dim % s.num_heads == 0,
-         f"emb_dim ({s.emb_dim}) must be divisible by num_heads ({s.num_heads}): each head gets an equal share"),
-        (s.head_dim in (0, s.emb_dim // s.num_heads),
-         f"head_dim {s.head_dim} does not fit: emb_dim {s.emb_dim} / num_heads {s.num_heads} = "
-         f"{s.emb_dim // s.num_heads}; leave head_dim out (0) and it follows"),
         (s.seq_len <= s.context_len,
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
         (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
-        (s.processes >= 0, f"processes must be 0 (chosen from the model's size) or more, got {s.processes}"),
+        (s.processes >= 0, f"processes must be 1 (this process), 0 (chosen from the model's size) or more, "
+                           f"got {s.processes}"),
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
-        (0 < s.top_p <= 1, f"top_p must be in (0, 1], got {s.top_p}"),
         (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
         (s.recipe in ("", *RECIPES), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(RECIPES)}"),
     ]
@@ -198,17 +196,16 @@ def parse(p, argv):
 
 
 def settings(args):
-    """The checked settings from parsed arguments: a namespace with every setting of this file, and
-    head_dim filled in where it was left at 0."""
+    """The checked settings from parsed arguments: a namespace with every setting of this file."""
     s = types.SimpleNamespace(**{**defaults(), **{name: value for name, value in vars(args).items()
                                                   if name in defaults()}})
     check(s)
-    s.head_dim = s.emb_dim // s.num_heads
     return s
 
 
 def run(main):
-    """Run a script's main(); bad input from a person becomes one line on stderr and exit status 2.
+    """Run a script's main(); bad input from a person becomes one line on stderr and exit status 2, and
+    Ctrl-C where the script does not handle it one line and exit status 130.
 
     Bad input is the project's InputError (settings, corpus, tokenizer, checkpoint, prompt), or an
     OSError, which names a file that cannot be read or written. Anything else, NumPy's errors
@@ -219,6 +216,9 @@ def run(main):
     except (InputError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C): stopped before anything was saved; every file is as it was", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 try:

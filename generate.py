@@ -1,14 +1,6 @@
-"""Sampling from a trained model: one-shot on the command line, and the functions talk.py uses.
+"""Sampling: draw each next token from a trained model, one-shot on the command line.
 
     python generate.py "The little cat" --max_new_tokens 80 --seed 1
-
-generate.py and talk.py read the same command line: the sampling settings of config.py, the window,
-and two choices. A character the model has never seen is left out of the prompt with a warning
-(--strict refuses the prompt instead), and a continuation keeps the shape of what the model
-learned (reply_end): from the rows of a CSV it ends at the end of its row, the first newline it
-writes; from one running text (a .txt: a book, a play) at the end of its paragraph, the first
-blank line it writes, so a speech comes out whole with its speaker and line breaks. --full writes
-all max_new_tokens instead. --checkpoint takes a folder, or a run's name (or the start of one).
 
 Each new token is drawn from the last position's logits, filtered in this order:
     1. temperature: divide the logits by it (0 means greedy: take the most likely token)
@@ -18,19 +10,17 @@ Each new token is drawn from the last position's logits, filtered in this order:
     4. renormalise what is kept and draw one token with a seeded np.random.Generator
 Ties in the ordering go to the smaller token id, so a filter never depends on sort luck.
 
-The scripts take the prompt's last tokens back before they continue it (heal_prompt): the first new
-token must then start with their text, so a prompt that stops inside what the model learned as one
-token ('ROMEO:' of 'ROMEO:\n') is continued as the text it learned, not from a split it never saw.
+The command line is talk.py's (prompting.py): the sampling settings of config.py, the window, where
+the reply ends, and --checkpoint, a run's name or a folder.
 """
 
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-import checkpoint
 import config
+import prompting
 from errors import InputError
 from transformer import forward_cached
 
@@ -100,8 +90,7 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
     """
     if len(prompt_ids) == 0:
         raise InputError("the prompt is empty: give at least one character")
-    if not 0 < window <= cfg.context_len:
-        raise InputError(f"the window must be in 1..{cfg.context_len} (context_len), got {window}")
+    assert 0 < window <= cfg.context_len, f"the window must be in 1..{cfg.context_len} (context_len), got {window}"
     context = list(prompt_ids)[-window:]
     logits, past = forward_cached(params, context, cfg)
     for step in range(max_new_tokens):
@@ -120,167 +109,13 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             logits, past = forward_cached(params, context, cfg)
 
 
-# --- where a reply ends ---------------------------------------------------------------------------
-
-REPLY_ENDS = {"rows": "\n", "text": "\n\n"}  # a CSV's row ends at its newline; a text's paragraph at a blank line
-
-
-def reply_end(written, kind):
-    """Where the reply ends in the text written so far, for a model of that kind (checkpoint.corpus_kind):
-    the index of the first end of a row ("rows") or of a paragraph ("text"); None while it goes on.
-
-    Example: reply_end("ROMEO:\\nO, she doth\\nteach\\n\\nJULIET:", "text") -> 24; with "rows" -> 6
-    """
-    at = written.find(REPLY_ENDS[kind])
-    return None if at < 0 else at
-
-
-def printable(written, kind):
-    """(how much of the text written so far can be printed, whether the reply has ended). Everything
-    where kind is None (--full); else up to the reply's end, or while it goes on, all but the newlines
-    at the end, which may be the start of its end (both ends are newlines): the next token tells."""
-    if kind is None:
-        return len(written), False
-    end = reply_end(written, kind)
-    if end is not None:
-        return end, True
-    return len(written.rstrip("\n")), False
-
-
-# --- the command line of generate.py and talk.py --------------------------------------------------
-
-SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tokens", "seed")  # of config.py
-
-
-def sampling_parser(description):
-    """The command line both sampling scripts read: the settings of config.py that sampling uses and
-    the three options below; a training setting (--epochs) is refused as an unknown option."""
-    p = config.parser(description, SAMPLING_SETTINGS, {
-        "seed": "seeds the random draws of the sampling: the same seed and prompt give the same text",
-        "checkpoint": "the model to read: a home folder (its latest good model), one run's folder, or a run's name "
-                      "in checkpoints/runs/ or the start of one (python talk.py --list lists them)"})
-    group = p.add_argument_group("what the model reads, and where it stops")
-    group.add_argument("--window", type=int, default=0, metavar="INT",
-                       help="tokens the model reads: the last INT of the prompt and what it has written so far, "
-                            "at most the model's context_len; 0 = the seq_len the checkpoint was trained with")
-    group.add_argument("--strict", action="store_true",
-                       help="refuse a prompt with a character the model has never seen, instead of leaving "
-                            "the character out with a warning")
-    group.add_argument("--full", action="store_true",
-                       help="write all max_new_tokens tokens, instead of stopping where the model ends a reply: "
-                            "at the end of a row (its first newline) for a model of a CSV's rows, at the end "
-                            "of a paragraph (its first blank line) for a model of one text")
-    return p
-
-
-def trained_window(model):
-    """The seq_len the checkpoint was trained with: the positions it learned (those past it only
-    ever saw weight decay). A checkpoint that does not record it gets the whole context_len."""
-    trained = model.meta.get("settings")
-    seq_len = trained.get("seq_len") if isinstance(trained, dict) else None
-    return seq_len if isinstance(seq_len, int) else model.cfg.context_len
-
-
-def parse_sampling(p, argv=None):
-    """argv parsed with a sampling_parser, its settings checked."""
-    args = config.parse(p, argv)
-    config.settings(args)  # checks the values given; the settings sampling does not use are not read
-    return args
-
-
-def load_for_sampling(args):
-    """The checkpoint --checkpoint names (a folder, or a run of config.py's checkpoint folder by its
-    name), with args.checkpoint made that folder and args.window filled in where it was left at 0."""
-    args.checkpoint = checkpoint.find(args.checkpoint, config.defaults()["checkpoint"])
-    model = checkpoint.load(args.checkpoint)
-    context_len = model.cfg.context_len
-    args.window = args.window or trained_window(model)
-    if not 0 < args.window <= context_len:  # checked here, before anything is printed
-        raise InputError(f"--window {args.window} does not fit this model: it reads 1 to {context_len} tokens "
-                         f"(its context_len); give --window {context_len} or less, or leave it out")
-    return model
-
-
-def warn(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def known_prompt_ids(tokenizer, text, strict):
-    """The ids of the prompt's characters that the model knows. Characters it has never seen are left
-    out with a warning, or, with strict, refused; a prompt with nothing left is refused. InputError.
-
-    Example: a tokenizer trained without 'Z', text "the Zcat" -> the ids of "the cat", and the
-    warning "left out 'Z': the model has never seen this character"
-    """
-    ids, unknown = tokenizer.encode_known(text)
-    if unknown:
-        listed = ", ".join(map(repr, unknown))
-        these = "this character" if len(unknown) == 1 else "these characters"
-        if strict:
-            raise InputError(f"the prompt has {listed}: the model has never seen {these} "
-                             f"(without --strict, {'it is' if len(unknown) == 1 else 'they are'} left out)")
-        warn(f"left out {listed}: the model has never seen {these}")
-    if not ids:
-        raise InputError("nothing is left to continue: give characters the model knows")
-    return ids
-
-
-def heal_prompt(tokenizer, prompt_ids):
-    """(the prompt with its last tokens taken back, the ids the first new token may be): those whose
-    text starts with the text taken back. What is taken back is the longest run of the prompt's last
-    tokens whose text starts some token of the vocabulary; the first token of the prompt stays.
-
-    BPE cuts a prompt as it cuts any text, so a prompt that stops where the training text went on
-    ends on tokens the model has never seen there: 'ROMEO:' is 'ROMEO', ':' where the play held
-    'ROMEO:\n' as one token. Taken back and redrawn as a token that starts with 'ROMEO:', it can
-    become 'ROMEO:\n', and the model goes on from where it knows how to.
-    Example: a tokenizer trained on "Lear.\nWhat, Kent?\n\nKent.\nSir.\n" with 12 merges, prompt "Lear."
-    -> the ids of "Lea", and True for the id of 'r.\n' alone (no token starts with "ar.")
-    """
-    texts = [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
-    taken_back = 0
-    while taken_back + 1 < len(prompt_ids):
-        tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back - 1:])
-        if not any(text.startswith(tail) for text in texts):
-            break
-        taken_back += 1
-    if taken_back == 0:
-        return list(prompt_ids), None
-    tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back:])
-    return list(prompt_ids[:len(prompt_ids) - taken_back]), np.array([text.startswith(tail) for text in texts])
-
-
-def print_continuation(tokenizer, prompt_ids, new_ids, kind):
-    """Print the prompt, then each new token as soon as it is drawn, up to the end of the reply for a
-    model of that kind (reply_end), or all of them where kind is None (--full); then one newline."""
-    print(tokenizer.decode(prompt_ids), end="", flush=True)
-    written, shown = "", 0
-    for token_id in new_ids:
-        written += tokenizer.decode([token_id])  # a merged token can hold text past the reply's end too
-        ready, ended = printable(written, kind)
-        print(written[shown:ready], end="", flush=True)
-        shown = ready
-        if ended:
-            break  # no more tokens are drawn: generate waits for the next one to be asked for
-    print()
-
-
-def reply_kind(model, full):
-    """The kind of reply print_continuation writes: None with --full, else the kind of text the model learned."""
-    return None if full else checkpoint.corpus_kind(model.meta)
-
-
 def main(argv=None):
-    p = sampling_parser("Continue a prompt with a trained model (see talk.py for a conversation).")
+    p = prompting.sampling_parser("Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
-    args = parse_sampling(p, argv)
-    model = load_for_sampling(args)
-    prompt_ids, first_allowed = heal_prompt(model.tokenizer, known_prompt_ids(model.tokenizer, args.prompt,
-                                                                                args.strict))
+    args = prompting.parse_sampling(p, argv)
+    model = prompting.load_for_sampling(args)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
-    new_ids = generate(model.params, model.cfg, prompt_ids, args.max_new_tokens, args.window, sampling,
-                       np.random.default_rng(args.seed), first_allowed=first_allowed)
-    print_continuation(model.tokenizer, prompt_ids, new_ids, reply_kind(model, args.full))
+    prompting.continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
 
 
 if __name__ == "__main__":

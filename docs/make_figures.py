@@ -37,10 +37,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 import checkpoint  # noqa: E402
 import config  # noqa: E402
+import runs  # noqa: E402
 import train  # noqa: E402
 from errors import InputError  # noqa: E402
 from files import publish_staged, temporary_name, write_staged  # noqa: E402
-from generate import Sampling, filtered_probs, generate, reply_end  # noqa: E402
+from corpus import read_corpus, token_lengths  # noqa: E402
+from generate import Sampling, filtered_probs, generate  # noqa: E402
+from prompting import reply_end  # noqa: E402
 from optim import lr_schedule  # noqa: E402
 from transformer import (attention_backward, attention_forward, block_forward, block_params, causal_mask,  # noqa: E402
                          embed_forward, forward, gelu_backward, gelu_forward, init_params, layernorm_backward,
@@ -101,7 +104,7 @@ def decay_only(model, T, schedule):
 
 
 def learning_rates(model, steps_per_epoch):
-    """The learning rate of every step of the run's schedule, as train.start_run set its length."""
+    """The learning rate of every step of the run's schedule, as train.train set its length."""
     s = model.meta["settings"]
     total = s["max_steps"] or s["epochs"] * steps_per_epoch
     return [lr_schedule(t, total, s["lr_max"], s["lr_min"], s["warmup_steps"]) for t in range(1, total + 1)]
@@ -224,12 +227,12 @@ def training_figures(model, corpus, data, schedule):
         "train.best.train_loss": f"{best['train_loss']:.4f}",
         "train.first.step": f"{meta['history'][0]['step']:,}",
         "train.first.val_loss": f"{meta['history'][0]['val_loss']:.4f}",
-        "train.tokens": f"{len(train.token_stream(data.tokenizer, corpus.train_text)):,}",
+        "train.tokens": f"{len(data.tokenizer.encode(corpus.train_text)):,}",
         "train.windows": f"{len(data.inputs):,}", "val.tokens": f"{len(data.val_stream):,}",
         "val.full_windows": f"{len(targets) // s['seq_len']:,}", "val.last_window": str(len(targets) % s["seq_len"]),
         "train.steps_per_epoch": f"{steps_per_epoch:,}",
         "train.total_steps": f"{len(schedule):,}", "train.lr.at_saved_step": f"{schedule[meta['steps'] - 1]:.3e}",
-        "val.chars_per_token": f"{data.token_chars[targets].sum() / targets.size:.3f}",
+        "val.chars_per_token": f"{token_lengths(data.tokenizer)[targets].sum() / targets.size:.3f}",
     }
     if not s["max_steps"]:  # a run in epochs validates at each epoch's end
         figures["train.best_epoch"] = str(best["step"] // steps_per_epoch)
@@ -705,11 +708,12 @@ def write_all(files):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default=str(REPO / "checkpoints"))
-    model = checkpoint.load(Path(p.parse_args().checkpoint))
+    folder = Path(p.parse_args().checkpoint)
+    model = checkpoint.load(folder if (folder / "model.json").exists() else runs.default_run(folder))
     corpus_path = named_corpus(model)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]
     s = types.SimpleNamespace(**model.meta["settings"])
-    corpus = train.read_corpus(corpus_path, s)
+    corpus = read_corpus(corpus_path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     data = train.prepare_data(corpus, s)  # learns the tokenizer again, as train.py did: it must be the saved one
     assert data.tokenizer == model.tokenizer, "the corpus no longer gives the checkpoint's tokenizer"
     schedule = learning_rates(model, math.ceil(len(data.inputs) / s.batch_size))

@@ -12,6 +12,7 @@ import pytest
 
 import checkpoint
 import generate
+import prompting
 import gradcheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
@@ -53,7 +54,7 @@ def greedy_text(folder, prompt, max_new_tokens):
     """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
     window the checkpoint was trained with, the prompt's last token taken back as the scripts do."""
     model = checkpoint.load(folder)
-    prompt_ids, first_allowed = generate.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
+    prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
     new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
                                 model.meta["settings"]["seq_len"], generate.Sampling(0, 0, 1.0),
                                 np.random.default_rng(0), first_allowed=first_allowed)
@@ -91,7 +92,7 @@ def train_tiny(folder, corpus_name, text, **overrides):
     corpus.write_text(text, encoding="utf-8")
     overrides = {"corpus_path": str(corpus), "checkpoint": str(folder / "checkpoint"), "epochs": 3,
                  "num_merges": 30, "context_len": 8, "seq_len": 8, "stride": 2, "emb_dim": 16, "num_heads": 2,
-                 "head_dim": 8, "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2, **overrides}
+                 "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2, **overrides}
     s = types.SimpleNamespace(**{**config.defaults(), **overrides})
     config.check(s)
     return train.train(s)

@@ -17,7 +17,9 @@ import pytest
 
 import checkpoint
 import config
+import runs
 import train
+from corpus import make_windows, read_corpus, read_rows, read_text, split_rows, split_text
 from transformer import forward
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +28,7 @@ WORDS = "the a cat dog bird sat ran flew on under over mat tree house red small 
 
 def tiny_settings(folder, corpus, **overrides):
     """config.py's settings shrunk so a whole run takes a second or two."""
-    small = dict(corpus_path=str(corpus), checkpoint=str(folder), emb_dim=8, num_heads=2, head_dim=4, num_layers=1,
+    small = dict(corpus_path=str(corpus), checkpoint=str(folder), emb_dim=8, num_heads=2, num_layers=1,
                  ff_dim=16, context_len=8, seq_len=8, batch_size=8, epochs=2, num_merges=20, max_rows=300,
                  max_new_tokens=10, warmup_steps=5)
     return config.settings(argparse.Namespace(**{**config.defaults(), **small, **overrides}))
@@ -49,7 +51,23 @@ def corpus(tmp_path):
 
 def run_folder(home):
     """The folder of the latest run in a home folder."""
-    return checkpoint.newest_first(home, "resume.json")[0]
+    return runs.summarize_runs(home)[0].folder
+
+
+def read(path, s):
+    """The corpus at path, read with the settings s, as train.py reads it."""
+    return read_corpus(path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
+
+
+def ctrl_c_at(monkeypatch, step):
+    """Press Ctrl-C during step `step` (1, 2, ...): SIGINT to this process, as a terminal sends it."""
+    real_schedule = train.lr_schedule
+
+    def schedule(at, *args):
+        if at == step:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_schedule(at, *args)
+    monkeypatch.setattr(train, "lr_schedule", schedule)
 
 
 def run_script(*args, cwd=REPO, **kwargs):
@@ -59,61 +77,61 @@ def run_script(*args, cwd=REPO, **kwargs):
 # --- windows ----------------------------------------------------------------------------------
 
 def test_windows_stride_1():
-    inputs, targets = train.make_windows(np.arange(6), seq_len=3, stride=1, what="test")
+    inputs, targets = make_windows(np.arange(6), seq_len=3, stride=1, what="test")
     assert inputs.tolist() == [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
     assert targets.tolist() == [[1, 2, 3], [2, 3, 4], [3, 4, 5]]
 
 
 def test_windows_stride_2():
-    inputs, targets = train.make_windows(np.arange(7), seq_len=2, stride=2, what="test")
+    inputs, targets = make_windows(np.arange(7), seq_len=2, stride=2, what="test")
     assert inputs.tolist() == [[0, 1], [2, 3], [4, 5]]
     assert targets.tolist() == [[1, 2], [3, 4], [5, 6]]
 
 
 def test_windows_need_seq_len_plus_one_tokens():
-    assert len(train.make_windows(np.arange(4), seq_len=3, stride=1, what="test")[0]) == 1
+    assert len(make_windows(np.arange(4), seq_len=3, stride=1, what="test")[0]) == 1
     with pytest.raises(ValueError, match=r"3 tokens, fewer than one window of seq_len \+ 1 = 4"):
-        train.make_windows(np.arange(3), seq_len=3, stride=1, what="test")
+        make_windows(np.arange(3), seq_len=3, stride=1, what="test")
 
 
 def test_split_is_seeded_disjoint_and_keeps_corpus_order():
     rows = [f"row {i}" for i in range(20)]
-    train_rows, val_rows = train.split_rows(rows, 0.25, seed=3)
+    train_rows, val_rows = split_rows(rows, 0.25, seed=3)
     assert len(val_rows) == 5 and sorted(train_rows + val_rows, key=rows.index) == rows
     assert train_rows == sorted(train_rows, key=rows.index)
-    assert train.split_rows(rows, 0.25, seed=3) == (train_rows, val_rows)
-    assert train.split_rows(rows, 0.25, seed=4) != (train_rows, val_rows)
+    assert split_rows(rows, 0.25, seed=3) == (train_rows, val_rows)
+    assert split_rows(rows, 0.25, seed=4) != (train_rows, val_rows)
 
 
 def test_txt_corpus_is_the_exact_text(tmp_path):
     text = "TITLE\n\n  Ber. Who's there?  \n\n\nFran.\tNay, answer me.\n   \nend without newline"
     path = tmp_path / "c.txt"
     path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))  # Windows line ends become \n, nothing else changes
-    assert train.read_text(path) == text
+    assert read_text(path) == text
 
 
 def test_txt_split_holds_out_the_end_from_a_line_start_and_drops_nothing():
-    assert train.split_text("ab\ncd\nef\ngh\n", 0.4) == ("ab\ncd\nef\n", "gh\n")
-    assert train.split_text("ab\ncd\nef\n", 2 / 3) == ("ab\n", "cd\nef\n")  # the cut falls right after a line's end
+    assert split_text("ab\ncd\nef\ngh\n", 0.4) == ("ab\ncd\nef\n", "gh\n")
+    assert split_text("ab\ncd\nef\n", 2 / 3) == ("ab\n", "cd\nef\n")  # the cut falls right after a line's end
     text = "".join(f"line {i}\n" + "\n" * (i % 3) for i in range(100))
-    train_text, val_text = train.split_text(text, 0.1)
+    train_text, val_text = split_text(text, 0.1)
     assert train_text + val_text == text
     assert 0.08 < len(val_text) / len(text) < 0.12
     assert train_text.endswith("\n") and not val_text.startswith("\n")  # a line and its blank lines stay together
 
 
 def test_txt_split_at_its_edges():
-    assert train.split_text("\nabc", 0.9) == ("\n", "abc")  # a line that starts at character 1
+    assert split_text("\nabc", 0.9) == ("\n", "abc")  # a line that starts at character 1
     for text, val_fraction in (("abc", 0.9), ("abc", 0.0)):  # no line start: the cut at 0, or at the very end
         with pytest.raises(ValueError, match="3 characters cannot be split into training and validation text"):
-            train.split_text(text, val_fraction)
+            split_text(text, val_fraction)
 
 
 def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
     path = tmp_path / "book.txt"
     text = "".join(f"Line {i} of the book.\n\n" for i in range(200))
     path.write_text(text, encoding="utf-8")
-    corpus = train.read_corpus(path, tiny_settings(tmp_path, path))
+    corpus = read(path, tiny_settings(tmp_path, path))
     assert corpus.train_text + corpus.val_text == text and corpus.val_text.startswith("Line 18")
     assert "Line 190 of" in corpus.val_text and "Line 190 of" not in corpus.train_text
 
@@ -128,18 +146,18 @@ def test_a_whole_txt_file_round_trips_through_its_tokenizer(tmp_path):
     path = tmp_path / "play.txt"
     path.write_text(text, encoding="utf-8")
     s = tiny_settings(tmp_path, path, num_merges=80)
-    corpus = train.read_corpus(path, s)
+    corpus = read(path, s)
     data = train.prepare_data(corpus, s)
-    ids = data.tokenizer.encode(train.read_text(path))
+    ids = data.tokenizer.encode(read_text(path))
     assert data.tokenizer.decode(ids) == text
     assert data.tokenizer.decode(list(data.val_stream)) == corpus.val_text  # the held-out ids, exactly its text
 
 
 def test_max_rows_says_how_many_rows_are_used_and_zero_uses_all(tmp_path):
     path = write_corpus(tmp_path / "c.csv", rows=300)
-    cut = train.read_corpus(path, tiny_settings(tmp_path, path, max_rows=100))
+    cut = read(path, tiny_settings(tmp_path, path, max_rows=100))
     assert "the first 100 of 300 rows" in cut.described and "--max_rows 0 uses them all" in cut.described
-    every = train.read_corpus(path, tiny_settings(tmp_path, path, max_rows=0))
+    every = read(path, tiny_settings(tmp_path, path, max_rows=0))
     assert every.described.startswith("300 rows") and "first" not in every.described
     assert len((every.train_text + every.val_text).splitlines()) == 300
 
@@ -179,10 +197,10 @@ def test_evaluate_chooses_whole_windows_only_when_max_tokens_is_fewer_than_the_t
 
 def test_training_loss_falls_well_below_its_start(tmp_path, corpus):
     s = tiny_settings(tmp_path / "ck", corpus, epochs=4, lr_max=3e-3)
-    train.train(s)
-    progress = checkpoint.read_json(run_folder(tmp_path / "ck") / "resume.json")
+    run = train.train(s)
+    progress = checkpoint.read_json(run / "resume.json")
     losses = progress["step_losses"]
-    vocab_size = checkpoint.read_json(tmp_path / "ck" / "model.json")["model"]["vocab_size"]
+    vocab_size = checkpoint.read_json(run / "model.json")["model"]["vocab_size"]
     assert abs(np.mean(losses[:3]) - np.log(vocab_size)) < 0.5  # a fresh model is about uniform over V
     assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:5])
     history = progress["history"]
@@ -190,50 +208,39 @@ def test_training_loss_falls_well_below_its_start(tmp_path, corpus):
 
 
 def test_same_seed_gives_bit_identical_checkpoints(tmp_path, corpus):
-    runs = [train.train(tiny_settings(tmp_path / name, corpus)) for name in ("a", "b")]
+    folders = [train.train(tiny_settings(tmp_path / name, corpus)) for name in ("a", "b")]
     for file in ("model.npz", "model.tok.json", "resume.npz", "losses.csv"):
-        assert (runs[0] / file).read_bytes() == (runs[1] / file).read_bytes(), file
-    assert (tmp_path / "a" / "model.npz").read_bytes() == (runs[0] / "model.npz").read_bytes()  # the top: a copy
-    meta = [checkpoint.read_json(run / "model.json") for run in runs]
+        assert (folders[0] / file).read_bytes() == (folders[1] / file).read_bytes(), file
+    assert sorted(path.name for path in (tmp_path / "a").iterdir()) == ["runs"]  # nothing is written beside the runs
+    meta = [checkpoint.read_json(run / "model.json") for run in folders]
     for m in meta:
         m.pop("trained_at"), m.pop("run")
         m["settings"].pop("checkpoint")
-        for entry in m["history"]:
-            entry.pop("seconds")
     assert meta[0] == meta[1]
 
 
 def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path, corpus):
     # the batch is cut into two slices, one per process: the result must still be the same every run
-    runs = [train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2)) for name in ("a", "b")]
+    folders = [train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2)) for name in ("a", "b")]
     for file in ("model.npz", "resume.npz", "losses.csv"):
-        assert (runs[0] / file).read_bytes() == (runs[1] / file).read_bytes(), file
-    assert checkpoint.read_json(tmp_path / "a" / "model.json")["processes"] == 2
-    train.train(tiny_settings(tmp_path / "one", corpus, epochs=1))
-    assert checkpoint.read_json(tmp_path / "one" / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
+        assert (folders[0] / file).read_bytes() == (folders[1] / file).read_bytes(), file
+    assert checkpoint.read_json(folders[0] / "model.json")["processes"] == 2
+    one = train.train(tiny_settings(tmp_path / "one", corpus, epochs=1, processes=0))
+    assert checkpoint.read_json(one / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
     # (the two runs differ in float32 rounding, which Adam blows up where a gradient is pure rounding,
     # as bk's is; tests/test_parallel.py checks the sliced gradients against the whole batch's)
 
 
-class StopAt(train.StopRequest):
-    """Acts as if Ctrl-C were pressed during step `at`."""
-
-    def __init__(self, at):
-        super().__init__()
-        self.at = at
-
-    def check(self, step):
-        return step == self.at
-
-
 @pytest.mark.parametrize("stop_step, length", [(7, {"epochs": 3}), (25, {"epochs": 3}),  # in epochs 1 and 2
                                                (13, {"max_steps": 30, "eval_interval": 10})])  # mid-epoch, in steps
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length):
-    whole = train.train(tiny_settings(tmp_path / "whole", corpus, **length))
-    s = tiny_settings(tmp_path / "parts", corpus, **length)
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length, monkeypatch):
+    whole = train.train(tiny_settings(tmp_path / "whole", corpus, patience=0, **length))
+    s = tiny_settings(tmp_path / "parts", corpus, patience=0, **length)
+    ctrl_c_at(monkeypatch, stop_step)
     with pytest.raises(SystemExit) as stopped:
-        train.train(s, stop=StopAt(stop_step))
+        train.train(s)
     assert stopped.value.code == 130
+    monkeypatch.undo()
     parts = run_folder(tmp_path / "parts")
     assert checkpoint.read_json(parts / "resume.json")["step"] == stop_step
     train.train(s, resume_from=parts)
@@ -241,30 +248,36 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_ste
         assert (whole / file).read_bytes() == (parts / file).read_bytes(), file
 
 
-def test_resume_takes_up_the_latest_run_wherever_it_was_moved_and_refuses_a_finished_one(tmp_path, corpus,
-                                                                                         monkeypatch):
+def test_resume_takes_a_name_or_the_latest_interrupted_run_and_refuses_a_finished_one(tmp_path, corpus,
+                                                                                        monkeypatch):
     s = tiny_settings(tmp_path / "ck", corpus, max_steps=20, eval_interval=10)
-    finished = train.train(s)
-    with pytest.raises(ValueError, match="is finished: it took all 20 steps"):
-        train.resume_settings(s, [])
+    finished = train.train(s, name="finished")
+    with pytest.raises(ValueError, match="no interrupted run in .* to resume"):
+        train.resume_settings(s, [], "")
+    with pytest.raises(ValueError, match="the run finished is finished"):
+        train.resume_settings(s, [], "fin")  # by the start of its name
+    ctrl_c_at(monkeypatch, 5)
     with pytest.raises(SystemExit):
-        train.train(s, stop=StopAt(5))
-    _, folder = train.resume_settings(s, [])
-    assert folder != finished and folder == run_folder(tmp_path / "ck")  # the latest run, the interrupted one
+        train.train(s, name="cut")
+    monkeypatch.undo()
+    train.train(s, name="later")  # a run after the interrupted one: --resume still finds the interrupted one
+    _, folder = train.resume_settings(s, [], "")
+    assert folder == tmp_path / "ck" / "runs" / "cut" != finished
+    assert train.resume_settings(s, [], "cut")[1] == folder
     moved = tmp_path / "elsewhere" / "my run"
     moved.parent.mkdir()
     folder.replace(moved)
     monkeypatch.chdir(tmp_path)
     for spelling in (str(moved), "elsewhere/my run", "./elsewhere/../elsewhere/my run"):
-        resumed, found = train.resume_settings(tiny_settings(spelling, corpus), ["--checkpoint", spelling])
+        resumed, found = train.resume_settings(tiny_settings("ck", corpus), [spelling], spelling)
         assert found == Path(spelling) and resumed.max_steps == 20
-    train.main(["--resume", "--checkpoint", "elsewhere/my run"])
+    train.main(["--resume", "elsewhere/my run"])
     assert checkpoint.read_json(moved / "resume.json")["step"] == 20
     assert checkpoint.load(moved).meta["steps"] == 20  # its best model, saved in the folder it was moved to
 
 
 def test_progress_off_a_terminal_is_plain_lines_not_redraws(tmp_path, corpus, capsys, monkeypatch):
-    monkeypatch.setattr(train, "LOG_SECONDS", 0.0)  # a line at every step, where it would be one every 10 s
+    monkeypatch.setattr(runs, "LOG_SECONDS", 0.0)  # a line at every step, where it would be one every 10 s
     train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=12, eval_interval=6))
     progress = capsys.readouterr().err  # captured: not a terminal
     assert "\r" not in progress and "\033" not in progress
@@ -277,19 +290,18 @@ def test_max_steps_fixes_the_run_and_validates_every_eval_interval(tmp_path, cor
     progress = checkpoint.read_json(run / "resume.json")
     assert progress["step"] == progress["total_steps"] == 25 and len(progress["step_losses"]) == 25
     assert [entry["step"] for entry in progress["history"]] == [10, 20, 25]  # and the last step
-    assert all(entry["seconds"] >= 0 for entry in progress["history"])
 
 
 def test_checkpoint_loads_back_to_the_same_parameters_and_logits(tmp_path, corpus):
     s = tiny_settings(tmp_path / "ck", corpus, epochs=1)
-    train.train(s)
-    model = checkpoint.load(tmp_path / "ck")
-    saved = np.load(tmp_path / "ck" / "model.npz")
+    run = train.train(s)
+    model = checkpoint.load(run)
+    saved = np.load(run / "model.npz")
     assert list(model.params) == list(saved.files)
     assert all(np.array_equal(model.params[k], saved[k]) and model.params[k].dtype == np.float32 for k in saved.files)
     ids = np.array(model.tokenizer.encode("The cat sat"))
     logits, _ = forward(model.params, ids, model.cfg)
-    again, _ = forward(checkpoint.load(tmp_path / "ck").params, ids, model.cfg)
+    again, _ = forward(checkpoint.load(run).params, ids, model.cfg)
     assert np.array_equal(logits, again)
     assert model.meta["corpus"]["sha256"] == checkpoint.sha256_of(corpus)
     steps_per_epoch = model.meta["steps"]  # one epoch: it validates once, at its end
@@ -298,6 +310,7 @@ def test_checkpoint_loads_back_to_the_same_parameters_and_logits(tmp_path, corpu
 
 @pytest.fixture
 def trained(tmp_path, corpus):
+    """A home folder holding one finished run."""
     train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
     return tmp_path / "ck"
 
@@ -310,76 +323,121 @@ def trained(tmp_path, corpus):
     (lambda f: (f / "model.json").write_text((f / "model.json").read_text().replace('"version": 1', '"version": 9')),
      "format version 9"),
 ])
-def test_corrupt_or_foreign_checkpoint_is_a_clear_error(trained, damage, message):
+def test_corrupt_or_foreign_checkpoint_is_a_clear_error_and_listed_as_damaged(trained, damage, message):
     run = run_folder(trained)
-    damage(run)  # a folder with no runs/ of its own has nothing to fall back to
+    damage(run)
     with pytest.raises(ValueError, match=message):
         checkpoint.load(run)
-    damage(trained)
-    with pytest.raises(ValueError, match=message):  # the home's top is damaged too: the first error is told
-        checkpoint.load(trained)
+    table = runs.runs_table(trained)
+    assert "DAMAGED" in table and f"{run.name} is damaged: " in table and message in table
+    with pytest.raises(ValueError, match="no model in"):  # a damaged run is not read without being named
+        runs.default_run(trained)
+
+
+def test_a_damaged_file_is_called_damaged_with_what_to_do(trained):
+    run = run_folder(trained)
+    (run / "model.npz").write_bytes((run / "model.npz").read_bytes()[:-10])
+    with pytest.raises(ValueError, match=rf"{run}/model.npz is damaged \(.*\): restore it from a copy, or delete its "
+                                         rf"run \({run}/\) and train again"):
+        checkpoint.load(run)
+    assert "train a model" not in runs.runs_table(trained)
 
 
 def test_failed_write_leaves_the_previous_checkpoint_loadable(trained, monkeypatch):
-    before = checkpoint.load(trained)
+    run = run_folder(trained)
+    before = checkpoint.load(run)
 
     def disk_full(fd):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "fsync", disk_full)
     params = {k: v + 1 for k, v in before.params.items()}
     with pytest.raises(OSError):
-        checkpoint.save_model(trained, params, before.cfg, before.tokenizer, {"note": "never written"})
+        checkpoint.save_model(run, params, before.cfg, before.tokenizer, {"note": "never written"})
     monkeypatch.undo()
-    after = checkpoint.load(trained)
+    after = checkpoint.load(run)
     assert all(np.array_equal(before.params[k], after.params[k]) for k in before.params)
 
 
-def test_a_new_run_keeps_every_earlier_model(trained, corpus):
-    first = (trained / "model.npz").read_bytes()
-    second_run = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
-    assert (trained / "model.npz").read_bytes() == (second_run / "model.npz").read_bytes() != first
-    third_run = train.train(tiny_settings(trained, corpus, epochs=1, seed=8))
-    kept = sorted((run / "model.npz").read_bytes() for run in (trained / "runs").iterdir())
-    assert len(kept) == 3 and first in kept and (third_run / "model.npz").read_bytes() in kept
+@pytest.mark.parametrize("renames_before_the_kill", [1, 2])
+def test_a_save_cut_between_its_renames_is_completed_when_next_read(trained, monkeypatch, renames_before_the_kill):
+    run = run_folder(trained)
+    before = checkpoint.load(run)
+    real_replace, renamed = os.replace, []
+
+    def replace_then_stop(source, target):
+        real_replace(source, target)
+        renamed.append(target)
+        if len(renamed) == renames_before_the_kill:
+            raise KeyboardInterrupt  # as a kill right there would leave the folder
+    monkeypatch.setattr(os, "replace", replace_then_stop)
+    params = {k: v + 1 for k, v in before.params.items()}
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save_model(run, params, before.cfg, before.tokenizer, {"note": "the new best"})
+    monkeypatch.undo()
+    assert checkpoint.sha256_of(run / "model.npz") != checkpoint.read_json(run / "model.json")["weights_sha256"]
+    after = checkpoint.load(run)  # finishes the save: model.json's new version was waiting under its staged name
+    assert after.meta["note"] == "the new best" and all(np.array_equal(params[k], after.params[k]) for k in params)
 
 
-def test_a_model_from_before_run_folders_is_kept(trained, corpus):
-    for name in checkpoint.MODEL_FILES:  # a model on top that no run folder holds
-        (trained / name).replace(trained / f"old-{name}")
+def test_every_run_keeps_its_model_and_talk_reads_the_latest_finished(trained, corpus, monkeypatch):
+    first = run_folder(trained)
+    first_weights = (first / "model.npz").read_bytes()
+    second = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
+    assert runs.default_run(trained) == second and (first / "model.npz").read_bytes() == first_weights
+    ctrl_c_at(monkeypatch, 400)  # a third run, interrupted after its first validation (step 381): it does not become the default
+    with pytest.raises(SystemExit):
+        train.train(tiny_settings(trained, corpus, epochs=3, seed=8))
+    third = run_folder(trained)
+    assert third not in (first, second) and (third / "model.json").exists()
+    assert runs.default_run(trained) == second
+    assert sorted(path.name for path in trained.iterdir()) == ["runs"]  # nothing is written beside the runs
+
+
+def test_a_model_from_before_run_folders_still_loads_and_is_never_touched(trained, corpus):
+    run = run_folder(trained)
+    for name in ("model.npz", "model.tok.json", "model.json"):  # an old home: the model on top, no runs/
+        (run / name).replace(trained / name)
     shutil.rmtree(trained / "runs")
-    for name in checkpoint.MODEL_FILES:
-        (trained / f"old-{name}").replace(trained / name)
-    old = (trained / "model.npz").read_bytes()
-    train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
-    kept = [run for run in (trained / "runs").iterdir() if run.name.startswith("earlier-")]
-    assert len(kept) == 1 and (kept[0] / "model.npz").read_bytes() == old
-    assert checkpoint.load(kept[0]).meta["weights_sha256"] == checkpoint.sha256_of(kept[0] / "model.npz")
+    old = {name: (trained / name).read_bytes() for name in ("model.npz", "model.tok.json", "model.json")}
+    assert runs.default_run(trained) == trained and checkpoint.load(trained).folder == trained
+    new = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
+    assert runs.default_run(trained) == new
+    assert {name: (trained / name).read_bytes() for name in old} == old
 
 
-def test_a_mixed_top_falls_back_to_the_newest_whole_run(trained, corpus):
-    newer = train.train(tiny_settings(trained, corpus, epochs=1, seed=7))
-    (trained / "model.npz").write_bytes(b"half written")  # as a kill between two renames would leave it
-    model = checkpoint.load(trained)
-    assert model.folder == newer and model.meta["run"] == newer.name
-
-
-def test_a_diverging_run_leaves_the_earlier_model_and_says_so(trained, corpus, capsys):
-    before = (trained / "model.npz").read_bytes()
-    with pytest.raises(ValueError, match="still holds the model it held before this run") as error:
+def test_a_diverging_run_says_so_and_leaves_the_earlier_runs(trained, corpus, capsys):
+    run = run_folder(trained)
+    before = (run / "model.npz").read_bytes()
+    with pytest.raises(ValueError, match="had not validated a model yet, so there is none to talk to") as error:
         train.train(tiny_settings(trained, corpus, epochs=1, lr_max=1e9, grad_clip=1e9))
     assert "the loss became" in str(error.value)
-    assert (trained / "model.npz").read_bytes() == before and checkpoint.load(trained).folder == trained
+    assert (run / "model.npz").read_bytes() == before and runs.default_run(trained) == run
     assert "Warning" not in capsys.readouterr().err  # one line, no numpy overflow warnings on the way
+
+
+def test_a_run_stops_once_patience_validations_did_not_beat_the_best(tmp_path, corpus, monkeypatch):
+    val_losses = iter([3.0, 2.0, 2.5, 2.1, 2.2, 1.0, 0.5])  # the best is the second: two worse ones after it stop
+
+    def scripted(*args):
+        return next(val_losses), 1.0
+    monkeypatch.setattr(train, "evaluate", scripted)
+    run = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=70, eval_interval=10, patience=3))
+    progress = checkpoint.read_json(run / "resume.json")
+    assert progress["step"] == 50 and progress["done"] and progress["total_steps"] == 70
+    assert checkpoint.load(run).meta["best_step"] == 20
+    assert runs.default_run(tmp_path / "ck") == run  # a finished run
+    with pytest.raises(ValueError, match="is finished"):
+        runs.run_to_resume(tmp_path / "ck", run.name)
 
 
 # --- the script, as a person runs it ----------------------------------------------------------
 
 def test_script_trains_and_writes_a_checkpoint(tmp_path, corpus):
     result = run_script("train.py", "--corpus_path", str(corpus), "--checkpoint", str(tmp_path / "ck"),
-                        "--epochs", "1", "--emb_dim", "8", "--head_dim", "4", "--num_merges", "10")
+                        "--epochs", "1", "--emb_dim", "8", "--num_merges", "10")
     assert result.returncode == 0, result.stderr
     assert "step " in result.stdout and "bits/char" in result.stdout and "sample:" in result.stdout
-    assert checkpoint.load(tmp_path / "ck").cfg.emb_dim == 8
+    assert checkpoint.load(run_folder(tmp_path / "ck")).cfg.emb_dim == 8
 
 
 def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
@@ -392,10 +450,11 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    assert "python train.py --resume --checkpoint" in out and "Traceback" not in err
-    assert checkpoint.read_json(run_folder(tmp_path / "ck") / "resume.json")["step"] > 0
-    if (tmp_path / "ck" / "model.npz").exists():  # the message says truthfully where the model is
-        assert "the best model of this run" in out
+    run = run_folder(tmp_path / "ck")
+    assert f"python train.py --resume {run.name} --checkpoint {tmp_path / 'ck'}" in out and "Traceback" not in err
+    assert checkpoint.read_json(run / "resume.json")["step"] > 0
+    if (run / "model.npz").exists():  # the message says truthfully where the model is
+        assert f"its best model (step " in out
     else:
         assert "had not validated a model yet, so there is none to talk to" in out
     for given in (["--epochs", "3"], ["--epochs=3"]):
@@ -432,31 +491,34 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--corpus_path", str(empty)], "holds no text"),
         (["--corpus_path", str(short)], "fewer than one window"),
         (["--corpus_path", str(one_row)], "cannot be split"),
-        (["--corpus_path", str(binary)], "not UTF-8"),
+        (["--corpus_path", str(binary)], "holds NUL bytes, so it is binary, not text"),
         (["--corpus_path", str(corpus), "--checkpoint", str(blocked / "ck")], "cannot write checkpoints"),
         (["--epochz", "3"], "unrecognized arguments: --epochz"),
         (["--epochs", "three"], "invalid int value: 'three'"),
         (["--seq_len", "64"], "seq_len (64) must not exceed context_len (32)"),
         (["--top_p", "1.5"], "top_p must be in (0, 1]"),
         (["--dtype", "float16"], "dtype must be float32 or float64"),
-        (["--processes", "-1"], "processes must be 0 (chosen from the model's size) or more"),
-        (["--resume", "--checkpoint", str(tmp_path / "none")], "nothing to resume"),
+        (["--processes", "-1"], "processes must be 1 (this process), 0 (chosen from the model's size) or more"),
+        (["--resume", "--checkpoint", str(tmp_path / "none")], "no interrupted run in"),
+        (["--resume", "nosuchrun", "--checkpoint", str(tmp_path / "none")], "no run in"),
+        (["--temperature", "-1"], "temperature must be a finite number"),
         (["--corpus_path", str(tmp_path / "empty.txt")], "holds no text"),
         (["--corpus_path", str(tmp_path / "blank.txt")], "holds no text (only whitespace)"),
-        (["--corpus_path", str(tmp_path / "latin1.txt")], "not UTF-8 text"),
+        (["--corpus_path", str(tmp_path / "latin1.txt")], "in another encoding (Latin-1, Windows-1252?), not UTF-8"),
         (["--corpus_path", str(tmp_path / "binary.txt")], "binary, not text"),
         (["--corpus_path", str(tmp_path / "short.txt")], "fewer than one window"),
         (["--recipe", "novel"], "there is no recipe 'novel'; the recipes are: book"),
         (["--max_steps", "-1"], "max_steps must be 0 or more"),
         (["--eval_interval", "0"], "eval_interval must be positive"),
         (["--emb_dim", "30", "--num_heads", "4"], "emb_dim (30) must be divisible by num_heads (4)"),
-        (["--emb_dim", "64", "--head_dim", "16"], "head_dim 16 does not fit"),
+        (["--num_layers", "0"], "num_layers must be a positive integer"),
+        (["--head_dim", "16"], "unrecognized arguments: --head_dim 16"),
     ]
     for args, message in cases:
         line = one_line_error(run_script("train.py", *args, "--checkpoint", str(tmp_path / "ck"))
                               if "--checkpoint" not in args else run_script("train.py", *args))
         assert message in line, (args, line)
-    assert not (tmp_path / "ck" / "model.npz").exists()  # nothing was trained by a bad command
+    assert not (tmp_path / "ck" / "runs").exists() or not any((tmp_path / "ck" / "runs").iterdir())  # nothing written
 
 
 def test_bad_input_does_not_touch_an_earlier_checkpoint(trained, tmp_path):
@@ -465,19 +527,12 @@ def test_bad_input_does_not_touch_an_earlier_checkpoint(trained, tmp_path):
     assert {p.name: p.read_bytes() for p in trained.iterdir() if p.is_file()} == before
 
 
-def test_head_dim_follows_emb_dim_and_num_heads():
-    p = config.parser("test")
-    assert config.settings(config.parse(p, ["--num_heads", "4"])).head_dim == 8
-    assert config.settings(config.parse(p, ["--emb_dim", "64"])).head_dim == 32
-    assert config.settings(config.parse(p, ["--emb_dim", "64", "--head_dim", "32"])).head_dim == 32
-
-
 def test_a_recipe_sets_its_values_and_later_settings_win():
     p = config.parser("test")
     s = config.settings(config.parse(p, ["--recipe", "book", "--lr_max", "0.0005"]))
     book = config.RECIPES["book"]
     assert all(getattr(s, name) == value for name, value in book.items() if name != "lr_max")
-    assert s.lr_max == 0.0005 and s.head_dim == book["emb_dim"] // book["num_heads"]
+    assert s.lr_max == 0.0005
     assert config.settings(config.parse(config.parser("test"), [])).emb_dim == config.emb_dim  # defaults untouched
 
 
@@ -497,31 +552,27 @@ def test_a_run_takes_its_name_and_a_default_name_says_when_and_on_what(tmp_path,
     default = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
     assert re.fullmatch(r"\d{8}-\d{4}-corpus", default.name), default.name  # corpus.csv's run, to the minute
     again = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
-    assert again.name in (f"{default.name}-2", checkpoint.default_run_name(corpus, datetime.now(timezone.utc)))
+    assert again.name in (f"{default.name}-2", runs.default_run_name(corpus, datetime.now(timezone.utc)))
 
 
 def test_default_run_name_docstring_example():
     at = datetime(2026, 12, 1, 2, 30, 59, tzinfo=timezone.utc)
-    assert checkpoint.default_run_name("data/tinyshakespeare.txt", at) == "20261201-0230-tinyshakespeare"
-    assert checkpoint.default_run_name("my notes (v2).txt", at) == "20261201-0230-my-notes-v2"  # a folder name
-    assert checkpoint.default_run_name("...txt", at) == "20261201-0230-corpus"
+    assert runs.default_run_name("data/sample.csv", at) == "20261201-0230-sample"
+    assert runs.default_run_name("my notes (v2).txt", at) == "20261201-0230-my-notes-v2"  # a folder name
+    assert runs.default_run_name("...txt", at) == "20261201-0230-corpus"
 
 
 def test_a_bad_or_taken_name_is_one_line_and_overwrites_nothing(trained, corpus):
     run = run_folder(trained)
     before = {path: path.read_bytes() for path in trained.rglob("*") if path.is_file()}
-    top_run = checkpoint.read_json(trained / "model.json")["run"]
     for name, message in [("a/b", "--name 'a/b' cannot name a run's folder"), ("", "--name '' cannot name"),
                           ("  ", "--name '  ' cannot name"), (".hidden", "--name '.hidden' cannot name"),
-                          (run.name, f"there is already a run named {run.name!r} in {trained}/; choose another --name")]:
+                          (run.name, f"there is already a run named {run.name!r} in {trained}/runs/; choose another "
+                                     f"--name")]:
         line = one_line_error(run_script("train.py", "--corpus_path", str(corpus), "--checkpoint", str(trained),
                                          "--epochs", "1", "--name", name))
         assert message in line, (name, line)
-    shutil.rmtree(run)  # the folder of the run whose model is on top is gone: its name is still taken
-    with pytest.raises(ValueError, match=f"there is already a run named {top_run!r}"):
-        train.train(tiny_settings(trained, corpus, epochs=1), name=top_run)
-    assert {path: path.read_bytes() for path in trained.rglob("*") if path.is_file()} == \
-        {path: data for path, data in before.items() if run not in path.parents}
+    assert {path: path.read_bytes() for path in trained.rglob("*") if path.is_file()} == before
     line = one_line_error(run_script("train.py", "--resume", "--name", "x", "--checkpoint", str(trained)))
     assert "argument --name: not allowed with argument --resume" in line
 
@@ -529,7 +580,7 @@ def test_a_bad_or_taken_name_is_one_line_and_overwrites_nothing(trained, corpus)
 # --- the small edges ------------------------------------------------------------------------------
 
 def test_the_time_to_go_follows_the_recent_speed(monkeypatch):
-    progress = train.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
+    progress = runs.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
     start = progress.recent[0][0]
     for step in range(1, 101):  # 100 steps at 10 a second
         rate = progress.rate(start + step / 10, step)
@@ -537,13 +588,13 @@ def test_the_time_to_go_follows_the_recent_speed(monkeypatch):
     for step in range(101, 201):  # then the machine gets busy: 2 a second, for 50 s
         rate = progress.rate(start + 10 + (step - 100) / 2, step)
     assert rate == pytest.approx(2, rel=0.05)  # the last 30 s, where the whole run's mean says 200 / 60 s = 3.3
-    assert train.duration((1000 - 200) / rate) == "6 min 40 s"
+    assert runs.duration((1000 - 200) / rate) == "6 min 40 s"
 
 
 @pytest.mark.parametrize("seconds, said", [(239.6, "4 min 00 s"), (59.5, "1 min 00 s"), (59.4, "0 min 59 s"),
                                            (3725, "62 min 05 s"), (0.2, "0 min 00 s")])
 def test_duration_never_says_60_s(seconds, said):
-    assert train.duration(seconds) == said
+    assert runs.duration(seconds) == said
 
 
 def test_a_mistyped_setting_suggests_the_nearest(tmp_path):
@@ -570,7 +621,7 @@ def test_ctrl_c_is_told_on_stderr_and_saves_though_a_tee_on_stdout_is_gone(tmp_p
     assert process.returncode == 130, err
     assert "Traceback" not in err and "Broken pipe" not in err and "Exception ignored" not in err, err
     said = re.search(r"interrupted after step ([\d,]+) of 100,000; the state is saved in (.*)/\. "
-                     r"Resume with: python train\.py --resume --checkpoint", err)
+                     r"Resume with: python train\.py --resume \S+ --checkpoint", err)
     assert said, err
     assert checkpoint.read_json(Path(said[2]) / "resume.json")["step"] == int(said[1].replace(",", ""))
 
@@ -578,18 +629,17 @@ def test_ctrl_c_is_told_on_stderr_and_saves_though_a_tee_on_stdout_is_gone(tmp_p
 def test_a_run_that_saved_nothing_leaves_no_folder(tmp_path, corpus, monkeypatch):
     s = tiny_settings(tmp_path / "ck", corpus, max_steps=50, eval_interval=25)
     calls = []
-    real_step = train.train_step
+    real_clip = train.clip_grad_norm
 
-    def crashing_step(run, *args):
-        calls.append(run.folder)
+    def crashing_clip(grads, max_norm):
+        calls.append(max_norm)
         if len(calls) == 3:
             raise RuntimeError("a bug at step 3")
-        return real_step(run, *args)
+        return real_clip(grads, max_norm)
 
-    monkeypatch.setattr(train, "train_step", crashing_step)
+    monkeypatch.setattr(train, "clip_grad_norm", crashing_clip)
     with pytest.raises(RuntimeError, match="a bug at step 3"):  # a bug keeps its exception
         train.train(s)
-    assert calls[0].parent == tmp_path / "ck" / "runs" and not calls[0].exists()
     assert list((tmp_path / "ck" / "runs").iterdir()) == []
     monkeypatch.undo()
     with pytest.raises(ValueError, match="the loss became"):  # a diverging run, before its first validation
@@ -598,11 +648,11 @@ def test_a_run_that_saved_nothing_leaves_no_folder(tmp_path, corpus, monkeypatch
 
 
 def test_train_and_talk_count_a_csvs_characters_the_same_way(tmp_path, corpus):
-    read = train.read_corpus(corpus, tiny_settings(tmp_path, corpus))
-    characters = len(read.train_text) + len(read.val_text)  # what model.json records and talk.py says
-    assert read.described == f"200 rows, {characters:,} characters with each row's newline"
-    assert characters == sum(len(row) + 1 for row in train.read_rows(corpus, "text", 0)[0])
-    assert read.kind == "rows"
+    read_in = read(corpus, tiny_settings(tmp_path, corpus))
+    characters = len(read_in.train_text) + len(read_in.val_text)  # what model.json records and talk.py says
+    assert read_in.described == f"200 rows, {characters:,} characters with each row's newline"
+    assert characters == sum(len(row) + 1 for row in read_rows(corpus, "text", 0)[0])
+    assert read_in.kind == "rows"
     run = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
     assert checkpoint.read_json(run / "model.json")["corpus"]["kind"] == "rows"
 
@@ -614,3 +664,36 @@ def test_recipe_help_names_each_recipe_on_a_line_of_its_own():
         first = next(line.strip() for line in lines if line.strip().startswith(f"{name}: "))
         assert use.startswith(first[len(name) + 2:])
     assert config.RECIPE_USES.keys() == config.RECIPES.keys()
+
+
+# --- any text, as a person has it ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["notes.md", "book.text", "README", "play.TXT"])
+def test_any_file_but_a_csv_trains_as_text(tmp_path, name):
+    path = tmp_path / name
+    text = "".join(f"Line {i}, with, commas; and \"quotes\".\n\n" for i in range(120))  # a CSV reader would choke
+    path.write_text(text, encoding="utf-8")
+    read_in = read(path, tiny_settings(tmp_path, path))
+    assert read_in.kind == "text" and read_in.train_text + read_in.val_text == text
+
+
+@pytest.mark.parametrize("encoding, said", [("utf-16", "UTF-16 text"), ("utf-16-le", "UTF-16 text"),
+                                             ("utf-32", "UTF-32 text"), ("cp1252", "in another encoding")])
+def test_a_text_in_another_encoding_is_named_with_the_fix(tmp_path, encoding, said):
+    path = tmp_path / "notes.txt"
+    path.write_bytes("Zo\u00eb sang.\nThe end.\n".encode(encoding))
+    with pytest.raises(ValueError, match=rf"cannot read .*notes.txt: it is {re.escape(said)}.*, not UTF-8; save it as "
+                                         rf"UTF-8, in an editor or with iconv -f \S+ -t UTF-8 notes.txt > "
+                                         rf"notes-utf8.txt"):
+        read_text(path)
+
+
+def test_a_small_csv_is_told_in_words_that_read_right(tmp_path):
+    path = tmp_path / "three.csv"
+    path.write_text("text\nThe cat sat.\n\"\"\nThe dog ran off.\n", encoding="utf-8")
+    described = read(path, tiny_settings(tmp_path, path, val_fraction=0.5)).described
+    assert described.startswith("2 rows, ") and "(1 empty row left out)" in described and "first" not in described
+
+
+def test_plural_says_one_and_many():
+    assert [train.plural(n, "merge") for n in (0, 1, 2, 2000)] == ["0 merges", "1 merge", "2 merges", "2,000 merges"]

@@ -1,0 +1,168 @@
+"""The corpus: read a text file or a CSV, split off the held-out part, cut token streams into windows.
+
+A `.csv` is a table whose rows are documents (the column `corpus_column`), each ending with a newline;
+any other file is one exact text (a book, a play, notes: `.txt`, `.md`, no extension at all), every
+character of it kept. The held-out part is whole rows of a CSV, chosen by a seeded shuffle, or the end
+of a text, from the start of a line.
+"""
+
+import codecs
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from errors import InputError
+
+SAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "sample.csv"
+
+
+@dataclass
+class Corpus:
+    path: Path
+    train_text: str  # what the model learns from
+    val_text: str  # held out: the model never trains on it
+    kind: str  # "rows" of a CSV, or one running "text": where a reply of the model ends (prompting.reply_end)
+    described: str  # one line: what was read, and what was left out
+
+
+def corpus_file(path, default_path):
+    """The corpus to read: path, or the bundled sample where path is the default and absent."""
+    path = Path(path)
+    if path == Path(default_path) and not path.exists():
+        print(f"{path} not found: training on the bundled sample corpus, {SAMPLE_CORPUS.name}")
+        return SAMPLE_CORPUS
+    if not path.is_file():
+        raise InputError(f"no corpus at {path.resolve()}; give a text file or a CSV with --corpus_path")
+    return path
+
+
+def characters_said(count, kind):
+    """A corpus's size in characters, as train.py and talk.py both say it.
+
+    Example: characters_said(178405, "rows") -> "178,405 characters with each row's newline"
+    """
+    return f"{count:,} characters" + (" with each row's newline" if kind == "rows" else "")
+
+
+def plural(count, word):
+    """Example: plural(1, "merge") -> "1 merge"; plural(2_000, "row") -> "2,000 rows" """
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def read_corpus(path, column, max_rows, val_fraction, seed):
+    """The corpus at path, split into training and validation text: a CSV as rows, whole rows held out;
+    any other file as exact text, its last val_fraction held out."""
+    if path.suffix.lower() != ".csv":
+        text = read_text(path)
+        train_text, val_text = split_text(text, val_fraction)
+        return Corpus(path, train_text, val_text, "text", f"{characters_said(len(text), 'text')} of text")
+    rows, total, empty = read_rows(path, column, max_rows)
+    train_rows, val_rows = split_rows(rows, val_fraction, seed)
+    described = f"{plural(len(rows), 'row')}, {characters_said(sum(len(row) + 1 for row in rows), 'rows')}"
+    if max_rows and total > max_rows:
+        described += f" (the first {max_rows:,} of {total:,} rows: max_rows = {max_rows:,}; --max_rows 0 uses them all)"
+    if empty:
+        described += f" ({plural(empty, 'empty row')} left out)"
+    return Corpus(path, "".join(row + "\n" for row in train_rows), "".join(row + "\n" for row in val_rows), "rows",
+                  described)
+
+
+BYTE_ORDER_MARKS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]  # UTF-32's LE mark starts UTF-16's
+
+
+def not_utf8(path, data):
+    """The InputError for a file that is not UTF-8 text: it names the encoding it most likely has
+    (UTF-16 or UTF-32 by a byte order mark, or by every other byte being 0), or calls it binary.
+
+    Example: a file of "Zoë".encode("utf-16") -> "cannot read zoe.txt: it is UTF-16 text, not UTF-8; ..."
+    """
+    encoding = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), None)
+    if encoding is None and (data[1::2].count(0) > len(data) // 4 or data[0::2].count(0) > len(data) // 4):
+        encoding = "UTF-16"  # without a byte order mark: every other byte of ASCII text is 0
+    if encoding is None and b"\0" in data:
+        return InputError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
+    said, name = (f"{encoding} text", encoding) if encoding else ("in another encoding (Latin-1, Windows-1252?)", "LATIN1")
+    return InputError(f"cannot read {path}: it is {said}, not UTF-8; save it as UTF-8, in an editor or with "
+                      f"iconv -f {name} -t UTF-8 {path.name} > {path.stem}-utf8{path.suffix}")
+
+
+def read_text(path):
+    """Every character of a text file, as written; Windows line ends (\\r\\n) become \\n."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # -sig: a byte order mark some editors write first is not text
+    except UnicodeDecodeError:
+        raise not_utf8(path, data) from None
+    if "\0" in text:
+        raise not_utf8(path, data)
+    if not text.strip():
+        raise InputError(f"{path} holds no text{' (only whitespace)' if text else ''}; give a corpus with text in it")
+    return text.replace("\r\n", "\n")
+
+
+def read_rows(path, column, max_rows):
+    """(the first max_rows rows of a CSV column without the empty ones, how many rows it has in all,
+    how many of the first max_rows were empty). max_rows = 0 keeps them all."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except UnicodeDecodeError:
+        raise not_utf8(path, path.read_bytes()) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise InputError(f"cannot read {path} as CSV: {str(err).strip()}; a file of plain text trains as text "
+                         f"when its name does not end in .csv") from None
+    if column not in frame.columns:
+        raise InputError(f"{path} has no column {column!r}; its columns are {list(frame.columns)}; "
+                         f"choose one with --corpus_column")
+    rows = frame[column].tolist()
+    first = rows[:max_rows or None]
+    kept = [row for row in first if row.strip()]
+    if not kept:
+        raise InputError(f"{path} holds no text (column {column!r} is empty); give a corpus with text in it")
+    return kept, len(rows), len(first) - len(kept)
+
+
+def split_rows(rows, val_fraction, seed):
+    """(training rows, validation rows): a shuffle seeded with seed decides, each keeps corpus order."""
+    order = np.random.default_rng(seed).permutation(len(rows))
+    n_val = max(1, round(val_fraction * len(rows)))
+    if n_val >= len(rows):
+        raise InputError(f"{plural(len(rows), 'row')} cannot be split into training and validation; "
+                         f"give a corpus with more rows")
+    return [rows[i] for i in np.sort(order[n_val:])], [rows[i] for i in np.sort(order[:n_val])]
+
+
+def split_text(text, val_fraction):
+    """(training text, validation text): the validation text is the end of text, from the first line
+    that starts at or after the cut at 1 - val_fraction, so no line is shared; nothing is dropped.
+
+    Example: split_text("ab\\ncd\\nef\\ngh\\n", 0.4) -> ("ab\\ncd\\nef\\n", "gh\\n")
+    """
+    cut = math.floor((1 - val_fraction) * len(text))
+    line_start = re.compile(r"\n(?=[^\n])").search(text, max(cut - 1, 0))
+    if line_start is not None:
+        cut = line_start.end()
+    if not 0 < cut < len(text):
+        raise InputError(f"{len(text):,} characters cannot be split into training and validation text; "
+                         f"give a longer text")
+    return text[:cut], text[cut:]
+
+
+def make_windows(stream, seq_len, stride, what):
+    """(inputs, targets), each (num_windows, seq_len): windows of seq_len + 1 tokens every stride.
+
+    Example: stream [0..5], seq_len 2, stride 2 -> inputs [[0, 1], [2, 3]], targets [[1, 2], [3, 4]]
+    """
+    if len(stream) < seq_len + 1:
+        raise InputError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
+                         f"{seq_len + 1}; use a longer corpus or a smaller seq_len")
+    windows = np.lib.stride_tricks.sliding_window_view(stream, seq_len + 1)[::stride]
+    return windows[:, :-1], windows[:, 1:]
+
+
+def token_lengths(tokenizer):  # -> (V,): the characters each token spells, for bits per character
+    return np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])

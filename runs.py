@@ -1,0 +1,446 @@
+"""Run folders: where each training writes, how runs are named, found, listed, resumed and locked,
+and what a run shows and writes as it goes (the progress line, Ctrl-C, losses.csv).
+
+Training's home folder (checkpoints/) holds a folder for each run, runs/<its name>/: the run's best
+model (checkpoint.py's three files), its resume state and its losses. A run is named by
+`train.py --name`, or by its UTC start time and its corpus (20261201-0230-sample); talk.py,
+generate.py and `train.py --resume` find it by that name, or by the start of it. Without a name,
+talk.py and generate.py read the latest finished run (default_run); nothing is copied anywhere, so
+no run ever replaces another's model.
+"""
+
+import collections
+import contextlib
+import math
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from filelock import FileLock, Timeout
+
+import checkpoint
+from errors import InputError
+from files import write_atomically
+
+LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
+RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
+
+
+# --- names and folders ------------------------------------------------------------------------
+
+def run_folders(home):
+    """The run folders in home/runs/, by name; a folder being written (its name starts with a dot) is none."""
+    runs = Path(home) / "runs"
+    return sorted(path for path in runs.iterdir() if path.is_dir() and not path.name.startswith(".")) \
+        if runs.is_dir() else []
+
+
+def default_run_name(corpus_path, now):
+    """A run's name where the person gave none: its UTC start time, to the minute, and its corpus's name.
+
+    Example: default_run_name("data/sample.csv", 2026-12-01 02:30 UTC) -> "20261201-0230-sample"
+    """
+    corpus = re.sub(r"[^\w.-]+", "-", Path(corpus_path).stem).strip("-.") or "corpus"
+    return f"{now:%Y%m%d-%H%M}-{corpus}"
+
+
+def check_run_name(home, name):
+    """Raise InputError unless name can name a new run of home: a folder name of its own, not empty,
+    without a slash, not starting with a dot (a folder being written), and no run's name already."""
+    if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
+        raise InputError(f"--name {name!r} cannot name a run's folder: give a name that is not empty, has no / or \\ "
+                         f"and does not start with a dot, such as --name shakespeare")
+    if (Path(home) / "runs" / name).exists():
+        raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name "
+                         f"(python talk.py --list lists the runs)")
+
+
+def new_run_folder(home, name, given):
+    """A new, empty folder home/runs/<name>/. A name the person gave (given) is that folder or InputError;
+    a default name that is taken becomes name-2, name-3, ..."""
+    if given:
+        check_run_name(home, name)
+    for attempt in range(1, 1000):
+        folder = Path(home) / "runs" / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            if given:  # made since check_run_name looked
+                raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name") \
+                    from None
+        except OSError as err:
+            raise InputError(f"cannot write checkpoints to {folder.parent}/ ({err.strerror}); choose a folder "
+                             f"with --checkpoint") from None
+    raise InputError(f"cannot make a run folder in {home}/runs/")
+
+
+def find(value, home):
+    """The folder a --checkpoint value names: a folder as it is, the folder of a file in it (model.npz);
+    else a run of home/runs/ by its name, or by the start of its name where it starts one run's name
+    only. InputError where it names none, or starts the names of several runs."""
+    path = Path(value)
+    if path.is_file():
+        return path.parent
+    if path.is_dir() or "/" in value or os.sep in value:
+        return path
+    names = [run.name for run in run_folders(home)]
+    starting = [name for name in names if name.startswith(value)]
+    if value in names or len(starting) == 1:
+        return Path(home) / "runs" / (value if value in names else starting[0])
+    if starting:
+        raise InputError(f"{value!r} starts the names of {len(starting)} runs in {home}/runs/: {', '.join(starting)}; "
+                         f"give more of the name")
+    raise InputError(f"no folder {value}/, and no run in {home}/runs/ is named {value!r} or starts so; "
+                     f"python talk.py --list lists the runs, python train.py trains one")
+
+
+def home_of(run_folder):
+    """The home folder a run folder belongs to (home/runs/<run>/), or None for one moved out of it."""
+    run_folder = Path(run_folder)
+    return run_folder.parent.parent if run_folder.parent.name == "runs" else None
+
+
+# --- what the runs hold -----------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    """One line of `python talk.py --list`: a run of a home folder."""
+    folder: Path
+    saved: datetime  # when it last wrote a file (UTC)
+    corpus: str  # the corpus file's name
+    step: int  # the steps it has taken
+    total_steps: int  # the steps it was to take; None where it never saved a resume state
+    done: bool  # it took its last step, or stopped improving; a run still going, or interrupted, is not done
+    best_bpc: float  # bits per character of its best model on the held-out text; nan before its first validation
+    damaged: str  # what is wrong with its model's files, "" where nothing is
+
+    def state(self):
+        return "DAMAGED" if self.damaged else "finished" if self.done else "interrupted"
+
+
+def summarize(folder):
+    """The RunSummary of a run folder, its model's files checked (checkpoint.check_files)."""
+    checkpoint.complete_interrupted_save(folder, "resume.json", checkpoint.RESUME_FILES)
+    meta, progress = read_or_empty(folder / "model.json"), read_or_empty(folder / "resume.json")
+    saved = max([path.stat().st_mtime for path in folder.iterdir() if path.is_file()] or [folder.stat().st_mtime])
+    damaged = ""
+    if (folder / "model.json").exists():
+        try:
+            checkpoint.check_files(folder)
+        except InputError as err:
+            damaged = str(err)
+    corpus, best_bpc = "?", math.nan
+    with contextlib.suppress(KeyError, TypeError, AttributeError):
+        corpus = Path(meta["corpus"]["path"] if meta else progress["settings"]["corpus_path"]).name
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        best_bpc = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]["val_bpc"]
+    step, total = progress.get("step", meta.get("steps", 0)), progress.get("total_steps")
+    done = progress.get("done", step == total) if progress else bool(meta)  # a model without a resume state is done
+    return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, total, done, best_bpc, damaged)
+
+
+def read_or_empty(path):
+    """The dict in a JSON file of a run, or {} where it is missing or broken (the listing still lists the run)."""
+    with contextlib.suppress(InputError, OSError):
+        found = checkpoint.read_json(path)
+        return found if isinstance(found, dict) else {}
+    return {}
+
+
+def summarize_runs(home):
+    """A RunSummary for each run of home, the one saved last first."""
+    return sorted(map(summarize, run_folders(home)), key=lambda run: run.saved, reverse=True)
+
+
+def default_run(home):
+    """The run talk.py and generate.py read without --checkpoint: the latest finished run of home, else the
+    latest run with a whole model (a run still going, or interrupted), else the model in home itself (a
+    checkpoint folder of its own). InputError where there is none."""
+    runs = [run for run in summarize_runs(home) if (run.folder / "model.json").exists() and not run.damaged]
+    finished = [run for run in runs if run.done]
+    if finished or runs:
+        return (finished or runs)[0].folder
+    if (Path(home) / "model.json").exists():
+        return Path(home)
+    raise InputError(f"no model in {home}/ yet: train one with `python train.py`")
+
+
+def runs_table(home):
+    """The runs of home as `talk.py --list` and /models print them, a line each; InputError where there are none."""
+    runs = summarize_runs(home)
+    if not runs:
+        raise InputError(f"there are no runs in {home}/runs/ yet: train one with `python train.py`, "
+                         f"named with --name NAME if you like")
+    try:
+        default = default_run(home)
+    except InputError:
+        default = None  # no run with a whole model
+    rows = [("", "name", "saved (UTC)", "corpus", "steps", "state", "best bits/char")]
+    rows += [("*" if run.folder == default else "", run.folder.name, f"{run.saved:%Y-%m-%d %H:%M}", run.corpus,
+              f"{run.step:,}" + (f"/{run.total_steps:,}" if run.total_steps else ""), run.state(),
+              "not yet" if math.isnan(run.best_bpc) else f"{run.best_bpc:.3f}") for run in runs]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines += [f"{run.folder.name} is damaged: {run.damaged}" for run in runs if run.damaged]
+    return "\n".join([f"runs in {home}/runs/, the last saved first (* is what talk.py reads without --checkpoint: "
+                      f"the latest finished run)", *lines])
+
+
+def run_to_resume(home, name=None):
+    """The run folder `train.py --resume [NAME]` continues: the run named (or started) name, else the latest
+    interrupted run of home. InputError where there is none, or the run is finished."""
+    if name is None:
+        interrupted = [run for run in summarize_runs(home) if not run.done and (run.folder / "resume.json").is_file()]
+        if not interrupted:
+            raise InputError(f"no interrupted run in {home}/runs/ to resume (python talk.py --list lists the runs); "
+                             f"start a new run without --resume")
+        return interrupted[0].folder
+    folder = find(name, home)
+    if not (folder / "resume.json").is_file():
+        raise InputError(f"nothing to resume in {folder}/ (no resume.json): it saved no state to resume from; "
+                         f"start a new run without --resume")
+    if summarize(folder).done:
+        raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. Start a new run "
+                         f"without --resume")
+    return folder
+
+
+@contextlib.contextmanager
+def locked(folder):
+    """Hold folder/.lock for the with-block, so that two trainings never write into one run at once; the
+    system drops the lock when its process ends, however it ends. InputError if it is held."""
+    lock = FileLock(Path(folder) / ".lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise InputError(f"another training is writing to {folder}/; wait for it to finish, or start a new run") \
+            from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# --- a run as it goes -------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What a run changes as it goes, and where it writes."""
+    folder: Path  # home/runs/<name>/
+    total_steps: int
+    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters
+    step: int = 0
+    step_losses: list = field(default_factory=list)
+    history: list = field(default_factory=list)  # one entry per validation: step, train_loss, val_loss, val_bpc
+    done: bool = False  # it took its last step, or stopped improving (patience)
+    started: float = field(default_factory=time.perf_counter)
+
+    def best(self):
+        return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
+
+    def validated(self, val_loss, val_bpc):
+        """Record a validation at this step; True where it is the best so far."""
+        since = self.history[-1]["step"] if self.history else 0
+        self.history.append({"step": self.step, "train_loss": float(np.mean(self.step_losses[since:])),
+                             "val_loss": val_loss, "val_bpc": val_bpc})
+        return self.best() is self.history[-1]
+
+    def validations_since_best(self):
+        return len(self.history) - 1 - self.history.index(self.best())
+
+    def where_the_model_is(self):
+        best = self.best()
+        if best is None:
+            return "it had not validated a model yet, so there is none to talk to"
+        return f"its best model (step {best['step']:,}) is in {self.folder}/"
+
+    def model_meta(self, s, processes):
+        """What model.json records beside the model's shape (checkpoint.save_model)."""
+        return {"settings": vars(s), "seed": s.seed, "steps": self.step, "best_step": self.best()["step"],
+                "run": self.folder.name, "history": self.history,
+                "processes": processes,  # the slices of each batch: they decide the gradients' last bits
+                "corpus": self.corpus,
+                "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
+                "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+    def save_progress(self, params, opt, s):
+        """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
+        progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(s),
+                    "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
+        checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
+        write_losses(self.folder, self.step_losses, self.history)
+
+
+def start(s, corpus, cfg, total_steps, resume_from, name, params, opt):
+    """A new run in a folder of its own in s.checkpoint/runs/, or the run in resume_from taken up: its saved
+    weights and AdamW state put into params and opt."""
+    info = {"path": str(corpus.path), "sha256": checkpoint.sha256_of(corpus.path), "kind": corpus.kind,
+            "characters": len(corpus.train_text) + len(corpus.val_text), "validation_characters": len(corpus.val_text)}
+    if resume_from is None:
+        given = name is not None
+        name = name if given else default_run_name(corpus.path, datetime.now(timezone.utc))
+        return Run(new_run_folder(s.checkpoint, name, given), total_steps, info)
+    saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
+    if progress["corpus_sha256"] != info["sha256"]:
+        raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
+                         f"start a new run without --resume")
+    for key in params:
+        params[key][...] = saved_params[key]
+    opt.load_state(opt_state)
+    print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}")
+    return Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"],
+               progress.get("done", False))
+
+
+@contextlib.contextmanager
+def finishing(run):
+    """Around the loop: a run that saved nothing leaves no folder; a second Ctrl-C, which stops at once,
+    says what was kept (one line, exit 130)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        said = (f"stopped at once by a second Ctrl-C at step {run.step:,}; {run.where_the_model_is()}, and the state "
+                f"last saved at a validation resumes with: python train.py --resume {run.folder.name}")
+        print(said, file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+    finally:
+        if [path.name for path in run.folder.iterdir()] in ([], [".lock"]):  # the lock, let go, is all it holds
+            (run.folder / ".lock").unlink(missing_ok=True)
+            run.folder.rmdir()
+
+
+def stopped_by_ctrl_c(run, s):
+    """Say on stderr, and in a log where stdout is one, that the run was interrupted and how to resume it; exit 130."""
+    home = "" if Path(s.checkpoint) == Path("checkpoints") else f" --checkpoint {s.checkpoint}"
+    said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in {run.folder}/. "
+            f"Resume with: python train.py --resume {run.folder.name}{home}\n{run.where_the_model_is()}")
+    print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
+    if not sys.stdout.isatty():
+        print_out(f"\n{said}")
+    raise SystemExit(130)
+
+
+def write_losses(folder, step_losses, history):
+    """losses.csv: one row per step (training loss), with the validation figures where they were taken."""
+    table = pd.DataFrame({"step": np.arange(1, len(step_losses) + 1), "train_loss": step_losses})
+    if history:
+        table = table.merge(pd.DataFrame(history)[["step", "val_loss", "val_bpc"]], on="step", how="left")
+    write_atomically(folder / "losses.csv", table.to_csv(index=False).encode("utf-8"))
+    plot_losses(folder, table)
+
+
+def plot_losses(folder, table):
+    """losses.png, where matplotlib is installed (pip install -e ".[plot]")."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    figure, axes = plt.subplots(figsize=(7, 4))
+    axes.plot(table["step"], table["train_loss"].rolling(50, min_periods=1).mean(), label="training (mean of 50 steps)")
+    if "val_loss" in table:
+        validated = table.dropna(subset=["val_loss"])
+        axes.plot(validated["step"], validated["val_loss"], "o-", label="validation")
+    axes.set_xlabel("step")
+    axes.set_ylabel("cross-entropy (nats per token)")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(folder / "losses.png.tmp.png")
+    plt.close(figure)
+    (folder / "losses.png.tmp.png").replace(folder / "losses.png")
+
+
+def print_out(text):
+    """Print text on stdout; where stdout is a pipe whose reader has gone (`python train.py | tee log`,
+    whose tee the same Ctrl-C stops), go on without it, so that the run still saves what it must."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to print goes nowhere
+
+
+def duration(seconds):
+    """Seconds as minutes and seconds, rounded to the second first, so 59.7 s is a minute, never "60 s".
+
+    Example: duration(239.6) -> "4 min 00 s"
+    """
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+class Progress:
+    """One line about training on stderr: redrawn in place on a terminal, else a new line every
+    LOG_SECONDS, so that a log file holds a line a person can read, not thousands of redraws.
+
+    Its speed, and so the time to go, is that of the last RATE_SECONDS: a machine that gets busier
+    or quieter halfway changes the estimate within half a minute, where the whole run's mean would
+    lag behind for the rest of the run."""
+
+    def __init__(self, total_steps, first_step, tokens_per_step):
+        self.total, self.tokens_per_step = total_steps, tokens_per_step
+        self.terminal = sys.stderr.isatty()
+        self.shown = time.perf_counter()
+        self.recent = collections.deque([(self.shown, first_step)])  # (time, step) of the last RATE_SECONDS
+        self.drawn = False
+
+    def rate(self, now, step):
+        """Record that step was done at time now; the steps per second since the oldest recent step."""
+        self.recent.append((now, step))
+        while len(self.recent) > 2 and now - self.recent[1][0] >= RATE_SECONDS:
+            self.recent.popleft()  # the next oldest still starts a span of RATE_SECONDS or more
+        then, step_then = self.recent[0]
+        return (step - step_then) / (now - then)
+
+    def update(self, step, loss, lr):
+        now = time.perf_counter()
+        rate = self.rate(now, step)
+        if now - self.shown < (0.2 if self.terminal else LOG_SECONDS):
+            return
+        self.shown = now
+        line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
+                f"  {duration((self.total - step) / rate)} to go")
+        if self.terminal:
+            print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
+            self.drawn = True
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def write(self, text):
+        """Print lines that stay, below the progress line."""
+        self.close()
+        print_out(text)
+
+    def close(self):
+        if self.drawn:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+            self.drawn = False
+
+
+class StopRequest:
+    """Ctrl-C while the loop runs: the step ends, what a resume needs is saved, and the run stops (exit 130).
+    A second Ctrl-C stops at once; every file is written whole or not at all (files.py)."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __call__(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    @contextlib.contextmanager
+    def installed(self):
+        previous = signal.signal(signal.SIGINT, self)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
