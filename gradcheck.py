@@ -1,7 +1,9 @@
 """Check every hand-written backward pass against central differences, in float64.
 
-    python gradcheck.py            every layer on its own, then the whole model
-    python gradcheck.py layernorm  one layer (the names: python gradcheck.py --list)
+    python gradcheck.py                       every layer on its own, then the whole model
+    python gradcheck.py layernorm             one layer (the names: python gradcheck.py --list)
+    python gradcheck.py --exercise layernorm  your layernorm_backward, in exercises/layernorm.py
+    python gradcheck.py --exercise            the exercises, in the order to do them
 
 Change a backward in transformer.py, then run this: the table says, layer by layer and tensor by
 tensor, whether the gradient your backward computes equals the one measured by nudging each input
@@ -9,20 +11,28 @@ up and down. A layer whose backward is wrong fails, and so does every layer buil
 block, the model), so the table shows how far a mistake spreads. Exit status 0 when all pass, 1
 when one fails. The tests call the same checks.
 
+Or write a backward of your own without touching transformer.py: exercises/NAME.py holds the
+function's signature and hints (docs/exercises.md), and --exercise NAME runs that layer's check
+with your function in place of the project's (--exercises-dir DIR reads DIR/NAME.py instead).
+
 Why float64: with h = 1e-5 the central difference is accurate to about h^2 from the truncation
 and 1e-16 / h from rounding, so float64 agrees with a right backward to 1e-9 or better on one
 layer, and to about 1e-7 on the whole model, where that rounding is compared with gradients
 smaller than a layer's; float32 could not tell a right gradient from a slightly wrong one.
 """
 
+import importlib.util
+import inspect
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 
 import transformer as tf
 
 TOLERANCE = 1e-6  # worst relative error allowed; a right backward gets 1e-9 or better, the whole model 1e-7
+REPO = Path(__file__).resolve().parent  # where exercises/ is, wherever this is run from
 ZERO = 1e-9  # a numerical gradient below this everywhere is 0 up to rounding; the backward's must be 0 too
 
 
@@ -266,9 +276,14 @@ CHECKS = {
 
 def check(layer, seed=3, backward=None):
     """{tensor: error} for one layer of CHECKS, on inputs drawn from `seed`: the project's backward,
-    looked up when called, or `backward` in its place."""
+    looked up when called, or `backward` in its place (a learner's, from exercises/)."""
     name, check_fn = CHECKS[layer]
     return check_fn(np.random.default_rng(seed), getattr(tf, name) if backward is None else backward)
+
+
+# exercise -> the layer of CHECKS that judges it; in the order to do them (docs/exercises.md)
+EXERCISES = {"linear": "linear", "gelu": "gelu", "softmax": "softmax", "cross_entropy": "loss",
+             "embedding": "embedding", "layernorm": "layernorm", "attention": "attention"}
 
 
 def report(layer, errors):
@@ -322,10 +337,78 @@ def what_failed(layer, errors):
     return lines
 
 
+def shown(path):
+    """A file's name as the learner knows it: relative to the repository when it lies inside it."""
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+
+
+def learners_function(path, name):
+    """The function `name` of the Python file at path, run afresh (None if it defines none)."""
+    spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # a mistake in the learner's file keeps its traceback
+    return getattr(module, name, None)
+
+
+def judge_exercise(name, folder):
+    """Run the check of exercise `name` with the learner's function, from folder/NAME.py, in place of
+    the project's: the same table as `python gradcheck.py LAYER`. Exit status 0 right, 1 not (yet)."""
+    layer = EXERCISES[name]
+    function, path = CHECKS[layer][0], folder / f"{name}.py"
+    if not path.is_file():
+        print(f"gradcheck.py: there is no {shown(path)}; `git checkout exercises/{name}.py` brings back its stub",
+              file=sys.stderr)
+        return 2
+    learners = learners_function(path, function)
+    if learners is None:
+        print(f"gradcheck.py: {shown(path)} defines no {function}: write `def {function}` with the stub's "
+              f"signature", file=sys.stderr)
+        return 2
+    try:
+        errors = check(layer, backward=learners)
+    except NotImplementedError:
+        print(f"{shown(path)}: {function} is not written yet (it raises NotImplementedError): write its body, "
+              f"then run this again", file=sys.stderr)
+        return 1
+    print(f"{function} of {shown(path)}, in place of the project's\n")
+    if not table([(layer, errors)]):
+        line = inspect.getsourcelines(getattr(tf, function))[1]
+        print(f"\n{shown(path)}: {function} is right: every gradient agrees with central differences; "
+              f"compare it with the project's, transformer.py:{line}")
+        return 0
+    print("\n" + "\n".join(what_failed(layer, errors)), file=sys.stderr)
+    print(f"fix {function} in {shown(path)}, then run this again", file=sys.stderr)
+    return 1
+
+
+def exercise_command(args):
+    """`--exercise [NAME] [--exercises-dir DIR]`: the list of exercises, or one judged."""
+    folder = REPO / "exercises"
+    if "--exercises-dir" in args:
+        at = args.index("--exercises-dir")
+        if at + 1 == len(args):
+            print("gradcheck.py: --exercises-dir needs a folder", file=sys.stderr)
+            return 2
+        folder, args = Path(args[at + 1]), args[:at] + args[at + 2:]
+    if not args:
+        print("the exercises, in the order to do them (docs/exercises.md): write the body of the function in\n"
+              "its file, then run python gradcheck.py --exercise NAME\n")
+        for name, layer in EXERCISES.items():
+            print(f"  {name:<14} {CHECKS[layer][0]:<23} {shown(folder / f'{name}.py')}")
+        return 0
+    if len(args) > 1 or args[0] not in EXERCISES:
+        what = "one exercise at a time" if len(args) > 1 else f"no exercise {args[0]!r}"
+        print(f"gradcheck.py: {what}; the exercises are: {', '.join(EXERCISES)}", file=sys.stderr)
+        return 2
+    return judge_exercise(args[0], folder)
+
+
 def main(argv):
     if argv in (["--list"], ["-h"], ["--help"]):
-        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS))
+        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS) + "\nexercises: " + ", ".join(EXERCISES))
         return 0
+    if argv[:1] == ["--exercise"]:
+        return exercise_command(argv[1:])
     unknown = [name for name in argv if name not in CHECKS]
     if unknown:
         print(f"gradcheck.py: no layer {unknown[0]!r}; the layers are: {', '.join(CHECKS)}", file=sys.stderr)
