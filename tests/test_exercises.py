@@ -2,7 +2,8 @@
 `python gradcheck.py --exercise NAME` judges it with the layer's own check.
 
 Each stub has its function's signature in transformer.py and says it is not written yet; the
-project's own function in the learner's place passes; a wrong one fails with the table.
+project's own function in the learner's place passes; a wrong one fails with the table, and the
+tables docs/exercises.md shows for the common mistakes are the ones gradcheck prints for them.
 """
 
 import inspect
@@ -16,6 +17,7 @@ import gradcheck
 import transformer
 
 REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "exercises.md"
 
 
 def function_of(name):
@@ -130,7 +132,35 @@ def embed_backward(dX0, ids, grads):
     grads["tok_emb"][ids.reshape(-1)] += dX0.reshape(-1, C)  # a repeated id keeps one row of dX0
     grads["pos_emb"][:T] += dX0.reshape(-1, T, C).sum(axis=0)
 '''
+LINEAR_DB_OVER_ONE_AXIS = '''
+def linear_backward(dout, cache):
+    x, W = cache
+    n_in, n_out = W.shape
+    return dout @ W.T, x.reshape(-1, n_in).T @ dout.reshape(-1, n_out), dout.sum(axis=0)  # db: the first axis only
+'''
+GELU_WITHOUT_THE_FIRST_TERM = '''
+from transformer import GELU_CUBIC, GELU_SCALE
+
+
+def gelu_backward(dout, cache):
+    x, tanh_u = cache
+    du_dx = GELU_SCALE * (1.0 + 3.0 * GELU_CUBIC * x * x)
+    return dout * 0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx  # 0.5 (1 + tanh u) left out
+'''
+CROSS_ENTROPY_WITHOUT_THE_MEAN = '''
+import numpy as np
+
+
+def cross_entropy_backward(cache):
+    probs, targets = cache
+    dlogits = probs.copy()
+    dlogits[np.arange(len(targets)), targets] -= 1.0  # not divided by N
+    return dlogits
+'''
 MISTAKES = {
+    "linear, db over one axis": ("linear", LINEAR_DB_OVER_ONE_AXIS, {"b"}),
+    "gelu without 0.5 (1 + tanh u)": ("gelu", GELU_WITHOUT_THE_FIRST_TERM, {"x"}),
+    "cross-entropy without / N": ("cross_entropy", CROSS_ENTROPY_WITHOUT_THE_MEAN, {"logits"}),
     "layernorm without - mean(dxhat)": ("layernorm", LAYERNORM_WITHOUT_THE_MEAN, {"x"}),
     "layernorm, dgain over one axis": ("layernorm", LAYERNORM_DGAIN_OVER_ONE_AXIS, {"gain"}),
     "attention without / sqrt(hs)": ("attention", ATTENTION_WITHOUT_THE_SCALE, {"x", "Wq", "bq", "Wk"}),
@@ -148,6 +178,27 @@ def test_a_wrong_backward_fails_on_the_rows_of_the_tensors_it_gets_wrong(mistake
     rows = table_rows(out)
     assert {tensor for tensor, result in rows.items() if "FAIL" in result} == wrong, out
     assert f"fix {function_of(name)} in {tmp_path / name}.py, then run this again" in err
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_the_page_shows_the_table_each_mistake_gives(mistake, tmp_path, capsys):
+    name, source, _ = MISTAKES[mistake]
+    _, out, _ = judge(name, source, tmp_path, capsys)
+    table = "\n".join(line for line in out.splitlines() if line.endswith(("pass", "FAIL")) or "FAIL:" in line)
+    assert table in PAGE.read_text(encoding="utf-8"), f"docs/exercises.md should show, for {mistake}:\n{table}"
+
+
+def test_the_page_says_what_a_right_backward_gets():
+    errors = {layer: gradcheck.check(layer) for layer in gradcheck.CHECKS}
+    # every tensor but the key biases, whose true gradient is 0 and is judged by its size
+    measured = lambda layers: [error for layer in layers for tensor, error in errors[layer].items()
+                               if not tensor.endswith("bk")]
+    seven = measured(gradcheck.EXERCISES.values())
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert f"from {min(seven):.1e} to {max(seven):.1e} on the seven layers of the exercises" in text
+    assert f"up to {max(measured(['block'])):.1e} on the block" in text
+    assert f"up to {max(measured(['model'])):.1e} on the whole model" in text
+    assert max(errors[layer][tensor] for layer in errors for tensor in errors[layer] if tensor.endswith("bk")) < 1e-15
 
 
 def test_a_wrong_shape_is_named_with_both_shapes(tmp_path, capsys):
