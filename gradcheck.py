@@ -1,7 +1,9 @@
 """Check every hand-written backward pass against central differences, in float64.
 
-    python gradcheck.py            every layer on its own, then the whole model
-    python gradcheck.py layernorm  one layer (the names: python gradcheck.py --list)
+    python gradcheck.py                       every layer on its own, then the whole model
+    python gradcheck.py layernorm             one layer (the names: python gradcheck.py --list)
+    python gradcheck.py --exercise layernorm  your layernorm_backward, in exercises/layernorm.py
+    python gradcheck.py --exercise            the exercises, in the order to do them
 
 Change a backward in transformer.py, then run this: the table says, layer by layer and tensor by
 tensor, whether the gradient your backward computes equals the one measured by nudging each input
@@ -9,18 +11,28 @@ up and down. A layer whose backward is wrong fails, and so does every layer buil
 block, the model), so the table shows how far a mistake spreads. Exit status 0 when all pass, 1
 when one fails. The tests call the same checks.
 
+Or write a backward of your own without touching transformer.py: exercises/NAME.py holds the
+function's signature and hints (docs/exercises.md), and --exercise NAME runs that layer's check
+with your function in place of the project's (--exercises-dir DIR reads DIR/NAME.py instead).
+
 Why float64: with h = 1e-5 the central difference is accurate to about h^2 from the truncation
-and 1e-16 / h from rounding, so float64 agrees with an exact backward to about 1e-10, while
-float32 could not tell a right gradient from a slightly wrong one.
+and 1e-16 / h from rounding, so float64 agrees with a right backward to 1e-9 or better on one
+layer, and to about 1e-7 on the whole model, where that rounding is compared with gradients
+smaller than a layer's; float32 could not tell a right gradient from a slightly wrong one.
 """
 
+import importlib.util
+import inspect
+import math
 import sys
+from pathlib import Path
 
 import numpy as np
 
 import transformer as tf
 
-TOLERANCE = 1e-6  # worst relative error allowed; a right backward gets about 1e-9 or better
+TOLERANCE = 1e-6  # worst relative error allowed; a right backward gets 1e-9 or better, the whole model 1e-7
+REPO = Path(__file__).resolve().parent  # where exercises/ is, wherever this is run from
 ZERO = 1e-9  # a numerical gradient below this everywhere is 0 up to rounding; the backward's must be 0 too
 
 
@@ -69,13 +81,40 @@ def gradient_error(analytic, numeric):
     return relative_error(analytic, numeric)
 
 
+class WrongShape(float):
+    """The error of a gradient that is missing or not the shape of its tensor: infinite, so it fails
+    wherever an error is compared, and it keeps both shapes for the table to say.
+
+    Example: WrongShape((4, 5), (5,)) > TOLERANCE -> True, str() -> 'shape (4, 5), expected (5,)'
+    """
+
+    def __new__(cls, shape, expected):  # shape None: the backward gave no gradient for the tensor
+        error = super().__new__(cls, math.inf)
+        error.shape, error.expected = shape, expected
+        return error
+
+    def __str__(self):
+        if self.shape is None:
+            return f"missing, expected shape {self.expected}"
+        return f"shape {self.shape}, expected {self.expected}"
+
+
+def tensor_error(gradient, f, x, h=1e-5):
+    """The error of a backward's gradient for x: gradient_error against the numerical gradient of f,
+    or WrongShape, before anything is compared, where it is missing (None) or not x's shape."""
+    shape = None if gradient is None else np.shape(gradient)
+    if shape != x.shape:
+        return WrongShape(shape, x.shape)
+    return gradient_error(gradient, numerical_grad(f, x, h))
+
+
 def check_params(loss, params, grads, h=1e-5):
-    """The error of every parameter's gradient: {name: gradient_error}.
+    """The error of every parameter's gradient: {name: tensor_error}.
 
     loss() returns the scalar loss from the current values of params; grads are the analytic
     gradients to check, with the same keys.
     """
-    return {name: gradient_error(grads[name], numerical_grad(loss, params[name], h)) for name in params}
+    return {name: tensor_error(grads.get(name), loss, params[name], h) for name in params}
 
 
 def arrays_in(value):
@@ -104,18 +143,19 @@ def layer_errors(forward_fn, backward_fn, inputs, rng):
     before = [array.copy() for array in arrays_in((dout, cache))]
     analytic = backward_fn(dout, cache)
     f = lambda: float((forward_fn()[0] * dout).sum())
-    errors = {name: gradient_error(analytic[name], numerical_grad(f, x)) for name, x in inputs.items()}
+    errors = {name: tensor_error(analytic.get(name), f, x) for name, x in inputs.items()}
     after = arrays_in((dout, cache))
     if not all(np.array_equal(old, new) for old, new in zip(before, after)):
         errors["(cache)"] = float("inf")  # the backward wrote into its cache or its dout
     again = backward_fn(dout, cache)
-    if not all(np.array_equal(analytic[name], again[name]) for name in analytic):
+    if not all(np.array_equal(analytic[name], again.get(name)) for name in analytic):
         errors["(repeat)"] = float("inf")  # a second call on the same cache gave other gradients
     return errors
 
 
 # ---------------------------------------------------------------------------------------------
 # The layers, each on small random inputs: shapes small enough to nudge every entry in a blink.
+# Each check_* takes the backward it judges: the project's, which check() hands it, or another.
 
 # the model of these checks: T = 5 on a table of 8 positions, so rows 5..7 of pos_emb are never read
 TINY = tf.ModelConfig(vocab_size=7, context_len=8, emb_dim=4, num_heads=2, num_layers=2, ff_dim=8, ln_eps=1e-5)
@@ -136,64 +176,63 @@ def input_and_params(backward):
     return gradients
 
 
-def check_embedding(rng):
+def check_embedding(rng, backward):
     params = {"tok_emb": rng.normal(size=(4, 3)), "pos_emb": rng.normal(size=(6, 3))}
     ids = np.array([[2, 0, 2, 1], [3, 3, 0, 2]])  # repeated ids: np.add.at must add every row
 
-    def backward(dX0, batch):
+    def gradients(dX0, batch):
         grads = {name: np.zeros_like(table) for name, table in params.items()}
-        tf.embed_backward(dX0, batch, grads)
+        backward(dX0, batch, grads)
         return grads
-    return layer_errors(lambda: (tf.embed_forward(params, ids), ids), backward, params, rng)
+    return layer_errors(lambda: (tf.embed_forward(params, ids), ids), gradients, params, rng)
 
 
-def check_linear(rng):
+def check_linear(rng, backward):
     x, W, b = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 5)), rng.normal(size=5)
     return layer_errors(lambda: tf.linear_forward(x, W, b),
-                        lambda d, c: dict(zip("xWb", tf.linear_backward(d, c))), {"x": x, "W": W, "b": b}, rng)
+                        lambda d, c: dict(zip("xWb", backward(d, c))), {"x": x, "W": W, "b": b}, rng)
 
 
-def check_layernorm(rng):
+def check_layernorm(rng, backward):
     x, gain, shift = rng.normal(size=(2, 3, 6)), rng.normal(size=6), rng.normal(size=6)
     return layer_errors(lambda: tf.layernorm_forward(x, gain, shift, 1e-5),
-                        lambda d, c: dict(zip(("x", "gain", "shift"), tf.layernorm_backward(d, c))),
+                        lambda d, c: dict(zip(("x", "gain", "shift"), backward(d, c))),
                         {"x": x, "gain": gain, "shift": shift}, rng)
 
 
-def check_softmax(rng):
+def check_softmax(rng, backward):
     x = rng.normal(size=(2, 3, 5))
-    return layer_errors(lambda: (tf.softmax(x),) * 2, lambda d, probs: {"x": tf.softmax_backward(d, probs)},
-                        {"x": x}, rng)
+    return layer_errors(lambda: (tf.softmax(x),) * 2, lambda d, probs: {"x": backward(d, probs)}, {"x": x}, rng)
 
 
-def check_attention(rng):
+def check_attention(rng, backward):
     p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
     used = {key: p[key] for key in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")}
-    return layer_errors(lambda: tf.attention_forward(x, p, num_heads=2), input_and_params(tf.attention_backward),
+    return layer_errors(lambda: tf.attention_forward(x, p, num_heads=2), input_and_params(backward),
                         {"x": x, **used}, rng)
 
 
-def check_gelu(rng):
+def check_gelu(rng, backward):
     x = rng.normal(scale=2.0, size=(3, 7))
-    return layer_errors(lambda: tf.gelu_forward(x), lambda d, c: {"x": tf.gelu_backward(d, c)}, {"x": x}, rng)
+    return layer_errors(lambda: tf.gelu_forward(x), lambda d, c: {"x": backward(d, c)}, {"x": x}, rng)
 
 
-def check_mlp(rng):
+def check_mlp(rng, backward):
     p, x = block_inputs(rng), rng.normal(size=(2, 3, 4))
-    return layer_errors(lambda: tf.mlp_forward(x, p), input_and_params(tf.mlp_backward),
+    return layer_errors(lambda: tf.mlp_forward(x, p), input_and_params(backward),
                         {"x": x, **{key: p[key] for key in ("W1", "b1", "W2", "b2")}}, rng)
 
 
-def check_block(rng):
+def check_block(rng, backward):
     p, x = block_inputs(rng), rng.normal(size=(2, 5, 4))
-    return layer_errors(lambda: tf.block_forward(x, p, TINY), input_and_params(tf.block_backward), {"x": x, **p}, rng)
+    return layer_errors(lambda: tf.block_forward(x, p, TINY), input_and_params(backward), {"x": x, **p}, rng)
 
 
-def check_loss(rng):
+def check_loss(rng, backward):
     logits, targets = rng.normal(size=(6, 5)), np.array([0, 4, 4, 1, 2, 3])
     # the loss is a scalar: f = loss * dout with dout a number, so the backward's dlogits is scaled by it
     return layer_errors(lambda: tf.cross_entropy_forward(logits, targets),
-                        lambda d, c: {"logits": tf.cross_entropy_backward(c) * d}, {"logits": logits}, rng)
+                        lambda d, c: {"logits": backward(c) * d}, {"logits": logits}, rng)
 
 
 def tiny_model():
@@ -214,10 +253,10 @@ def tiny_model():
     return cfg, params, ids, targets
 
 
-def check_model(rng):
+def check_model(rng, loss_and_grads):
     cfg, params, ids, targets = tiny_model()
-    _, grads = tf.loss_and_grads(params, ids, targets, cfg)
-    return check_params(lambda: tf.loss_and_grads(params, ids, targets, cfg)[0], params, grads)
+    _, grads = loss_and_grads(params, ids, targets, cfg)
+    return check_params(lambda: loss_and_grads(params, ids, targets, cfg)[0], params, grads)
 
 
 # name -> (the backward it judges, the check); in the order a learner meets them, the model last
@@ -235,9 +274,16 @@ CHECKS = {
 }
 
 
-def check(layer, seed=3):
-    """{tensor: error} for one layer of CHECKS, on inputs drawn from `seed`."""
-    return CHECKS[layer][1](np.random.default_rng(seed))
+def check(layer, seed=3, backward=None):
+    """{tensor: error} for one layer of CHECKS, on inputs drawn from `seed`: the project's backward,
+    looked up when called, or `backward` in its place (a learner's, from exercises/)."""
+    name, check_fn = CHECKS[layer]
+    return check_fn(np.random.default_rng(seed), getattr(tf, name) if backward is None else backward)
+
+
+# exercise -> the layer of CHECKS that judges it; in the order to do them (docs/exercises.md)
+EXERCISES = {"linear": "linear", "gelu": "gelu", "softmax": "softmax", "cross_entropy": "loss",
+             "embedding": "embedding", "layernorm": "layernorm", "attention": "attention"}
 
 
 def report(layer, errors):
@@ -249,6 +295,8 @@ def report(layer, errors):
             shown, outcome = "-", "FAIL: it wrote into its cache or its dout"
         elif tensor == "(repeat)":
             shown, outcome = "-", "FAIL: a second call gave other gradients"
+        elif isinstance(error, WrongShape):
+            shown, outcome = str(error), "FAIL"
         else:
             shown, outcome = f"{error:.1e}", "pass" if error < TOLERANCE else "FAIL"
         rows.append(f"{layer:<10} {backward:<23} {tensor:<17} {shown:>8}  {outcome}")
@@ -256,35 +304,123 @@ def report(layer, errors):
     return rows
 
 
+def table(results):
+    """Print the table, a layer's rows as soon as its (layer, errors) comes; return the layers that
+    failed, {layer: errors}."""
+    print(f"each backward against central differences, float64, h = 1e-5: pass below {TOLERANCE:.0e}\n")
+    print(f"{'layer':<10} {'backward':<23} {'tensor':<17} {'error':>8}  result")
+    failed = {}
+    for layer, errors in results:
+        print("\n".join(report(layer, errors)), flush=True)
+        if not all(error < TOLERANCE for error in errors.values()):
+            failed[layer] = errors
+    return failed
+
+
+def what_failed(layer, errors):
+    """The lines that say what one layer's backward got wrong, tensor by tensor."""
+    backward = f"{CHECKS[layer][0]} ({layer})"
+    lines = []
+    for tensor, error in errors.items():
+        if isinstance(error, WrongShape) and error.shape is None:
+            lines.append(f"  {backward} gives no gradient for {tensor}")
+        elif isinstance(error, WrongShape):
+            lines.append(f"  {backward} gives {tensor} a gradient of the wrong shape: {error.shape}, "
+                         f"expected {error.expected}")
+    wrong = [tensor for tensor, error in errors.items()
+             if not tensor.startswith("(") and not isinstance(error, WrongShape) and not error < TOLERANCE]
+    if wrong:
+        lines.append(f"  {backward} gives a wrong gradient for {', '.join(wrong)}")
+    if "(cache)" in errors or "(repeat)" in errors:
+        lines.append(f"  {backward} is not a pure function of its arguments: it writes into its cache or its "
+                     f"dout, so a second call gives other gradients")
+    return lines
+
+
+def shown(path):
+    """A file's name as the learner knows it: relative to the repository when it lies inside it."""
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+
+
+def learners_function(path, name):
+    """The function `name` of the Python file at path, run afresh (None if it defines none)."""
+    spec = importlib.util.spec_from_file_location(f"exercise_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # a mistake in the learner's file keeps its traceback
+    return getattr(module, name, None)
+
+
+def judge_exercise(name, folder):
+    """Run the check of exercise `name` with the learner's function, from folder/NAME.py, in place of
+    the project's: the same table as `python gradcheck.py LAYER`. Exit status 0 right, 1 not (yet)."""
+    layer = EXERCISES[name]
+    function, path = CHECKS[layer][0], folder / f"{name}.py"
+    if not path.is_file():
+        print(f"gradcheck.py: there is no {shown(path)}; `git checkout exercises/{name}.py` brings back its stub",
+              file=sys.stderr)
+        return 2
+    learners = learners_function(path, function)
+    if learners is None:
+        print(f"gradcheck.py: {shown(path)} defines no {function}: write `def {function}` with the stub's "
+              f"signature", file=sys.stderr)
+        return 2
+    try:
+        errors = check(layer, backward=learners)
+    except NotImplementedError:
+        print(f"{shown(path)}: {function} is not written yet (it raises NotImplementedError): write its body, "
+              f"then run this again", file=sys.stderr)
+        return 1
+    print(f"{function} of {shown(path)}, in place of the project's\n")
+    if not table([(layer, errors)]):
+        line = inspect.getsourcelines(getattr(tf, function))[1]
+        print(f"\n{shown(path)}: {function} is right: every gradient agrees with central differences; "
+              f"compare it with the project's, transformer.py:{line}")
+        return 0
+    print("\n" + "\n".join(what_failed(layer, errors)), file=sys.stderr)
+    print(f"fix {function} in {shown(path)}, then run this again", file=sys.stderr)
+    return 1
+
+
+def exercise_command(args):
+    """`--exercise [NAME] [--exercises-dir DIR]`: the list of exercises, or one judged."""
+    folder = REPO / "exercises"
+    if "--exercises-dir" in args:
+        at = args.index("--exercises-dir")
+        if at + 1 == len(args):
+            print("gradcheck.py: --exercises-dir needs a folder", file=sys.stderr)
+            return 2
+        folder, args = Path(args[at + 1]), args[:at] + args[at + 2:]
+    if not args:
+        print("the exercises, in the order to do them (docs/exercises.md): write the body of the function in\n"
+              "its file, then run python gradcheck.py --exercise NAME\n")
+        for name, layer in EXERCISES.items():
+            print(f"  {name:<14} {CHECKS[layer][0]:<23} {shown(folder / f'{name}.py')}")
+        return 0
+    if len(args) > 1 or args[0] not in EXERCISES:
+        what = "one exercise at a time" if len(args) > 1 else f"no exercise {args[0]!r}"
+        print(f"gradcheck.py: {what}; the exercises are: {', '.join(EXERCISES)}", file=sys.stderr)
+        return 2
+    return judge_exercise(args[0], folder)
+
+
 def main(argv):
     if argv in (["--list"], ["-h"], ["--help"]):
-        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS))
+        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS) + "\nexercises: " + ", ".join(EXERCISES))
         return 0
+    if argv[:1] == ["--exercise"]:
+        return exercise_command(argv[1:])
     unknown = [name for name in argv if name not in CHECKS]
     if unknown:
         print(f"gradcheck.py: no layer {unknown[0]!r}; the layers are: {', '.join(CHECKS)}", file=sys.stderr)
         return 2
     layers = argv or list(CHECKS)
-    print(f"each backward against central differences, float64, h = 1e-5: pass below {TOLERANCE:.0e}\n")
-    print(f"{'layer':<10} {'backward':<23} {'tensor':<17} {'error':>8}  result")
-    failed = {}
-    for layer in layers:
-        errors = check(layer)
-        print("\n".join(report(layer, errors)), flush=True)
-        wrong = [tensor for tensor, error in errors.items() if not error < TOLERANCE]
-        if wrong:
-            failed[layer] = wrong
+    failed = table((layer, check(layer)) for layer in layers)
     if not failed:
         print(f"\nall {len(layers)} checked: every gradient agrees with central differences")
         return 0
     print(f"\n{len(failed)} of {len(layers)} failed:", file=sys.stderr)
-    for layer, tensors in failed.items():
-        wrong = [tensor for tensor in tensors if not tensor.startswith("(")]
-        if wrong:
-            print(f"  {CHECKS[layer][0]} ({layer}) gives a wrong gradient for {', '.join(wrong)}", file=sys.stderr)
-        if "(cache)" in tensors or "(repeat)" in tensors:
-            print(f"  {CHECKS[layer][0]} ({layer}) is not a pure function of its arguments: it writes into its "
-                  f"cache or its dout, so a second call gives other gradients", file=sys.stderr)
+    for layer, errors in failed.items():
+        print("\n".join(what_failed(layer, errors)), file=sys.stderr)
     print("a layer built on a wrong one fails too: fix the first that fails, then run this again", file=sys.stderr)
     return 1
 

@@ -140,6 +140,12 @@ def layernorm_backward_that_uses_up_its_cache(dout, cache):
     return dx, dgain, dshift
 
 
+def layernorm_backward_with_dgain_per_position(dout, cache):
+    """The right dx and dshift, but dgain summed over the first axis only: (T, C), where it should be (C,)."""
+    dx, _, dshift = transformer_layernorm_backward(dout, cache)
+    return dx, (dout * cache[0]).sum(axis=0), dshift
+
+
 transformer_layernorm_backward = transformer.layernorm_backward
 
 
@@ -161,6 +167,33 @@ def test_a_backward_that_writes_into_its_cache_fails(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert "FAIL: it wrote into its cache or its dout" in out
     assert "layernorm_backward (layernorm) is not a pure function of its arguments" in err
+
+
+def test_a_gradient_of_the_wrong_shape_is_named_with_both_shapes(monkeypatch, capsys):
+    monkeypatch.setattr(transformer, "layernorm_backward", layernorm_backward_with_dgain_per_position)
+    assert gradcheck.main(["layernorm"]) == 1
+    out, err = capsys.readouterr()
+    rows = [" ".join(line.split()) for line in out.splitlines()]
+    assert "layernorm layernorm_backward x 3.9e-11 pass" in rows
+    assert "gain shape (3, 6), expected (6,) FAIL" in rows  # not a number: (3, 6) broadcasts against (6,)
+    assert "layernorm_backward (layernorm) gives gain a gradient of the wrong shape: (3, 6), expected (6,)" in err
+    # the whole model carries the wrong shape into each layer norm's gain, and says so for each
+    errors = check("model")
+    assert [name for name, error in errors.items() if not error < TOLERANCE] == [
+        "block0.ln1_gain", "block0.ln2_gain", "block1.ln1_gain", "block1.ln2_gain", "lnf_gain"]
+    assert str(errors["lnf_gain"]) == "shape (5, 4), expected (4,)"
+
+
+def test_a_missing_gradient_is_named(capsys):
+    errors = check("linear", backward=lambda dout, cache: transformer.linear_backward(dout, cache)[:2])
+    assert errors["x"] < TOLERANCE and errors["W"] < TOLERANCE
+    assert str(errors["b"]) == "missing, expected shape (5,)" and not errors["b"] < TOLERANCE
+
+
+def test_a_backward_handed_to_check_replaces_the_projects():
+    assert check("layernorm", backward=transformer.layernorm_backward) == check("layernorm")
+    errors = check("layernorm", backward=layernorm_backward_without_the_mean)
+    assert errors["x"] > 1e-2 and errors["gain"] < TOLERANCE and errors["shift"] < TOLERANCE
 
 
 def test_the_command_line(tmp_path):
