@@ -45,9 +45,10 @@ from corpus import read_corpus, token_lengths  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
 from prompting import reply_end  # noqa: E402
 from optim import lr_schedule  # noqa: E402
-from transformer import (attention_backward, attention_forward, block_forward, block_params, causal_mask,  # noqa: E402
-                         embed_forward, forward, gelu_backward, gelu_forward, init_params, layernorm_backward,
-                         layernorm_forward, linear_forward, mlp_backward, mlp_forward, param_shapes)
+from transformer import (ModelConfig, attention_backward, attention_forward, block_backward, block_forward,  # noqa: E402
+                         block_params, causal_mask, cross_entropy_backward, cross_entropy_forward, embed_forward,
+                         forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
+                         linear_backward, linear_forward, mlp_backward, mlp_forward, param_shapes)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
@@ -397,6 +398,49 @@ def block_data(params, cfg, ids):
     return {"shapes": shapes, "config": vars(cfg)}
 
 
+def model_data(params, cfg, ids):
+    """The shape of every array the whole model computes on a batch of ids, forward (forward's steps)
+    and backward (loss_and_grads' steps, from the loss's own gradient), and of each parameter. Only
+    shapes: they do not depend on the values, so init_params of the reference shape gives them."""
+    B, T = ids.shape
+    X = embed_forward(params, ids)  # (B, T, C)
+    arrays, caches = {"ids": ids, "X0": X}, []
+    for layer in range(cfg.num_layers):
+        X, cache = block_forward(X, block_params(params, layer), cfg)
+        arrays[f"X{layer + 1}"] = X
+        caches.append(cache)
+    Xf, lnf_cache = layernorm_forward(X, params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)
+    logits, head_cache = linear_forward(Xf, params["W_out"], params["b_out"])  # (B, T, V)
+    loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), ids.reshape(-1))
+    arrays.update({"Xf": Xf, "logits": logits, "loss": np.asarray(loss)})
+    dlogits = cross_entropy_backward(loss_cache).reshape(B, T, cfg.vocab_size)
+    dXf = linear_backward(dlogits, head_cache)[0]
+    dX = layernorm_backward(dXf, lnf_cache)[0]
+    arrays.update({"dlogits": dlogits, "dXf": dXf, f"dX{cfg.num_layers}": dX})
+    for layer in reversed(range(cfg.num_layers)):
+        dX = block_backward(dX, caches[layer])[0]
+        arrays[f"dX{layer}"] = dX
+    shapes = {name: list(np.shape(a)) for name, a in arrays.items()}
+    shapes.update({name: list(shape) for name, shape in param_shapes(cfg).items() if not name.startswith("block")})
+    return {"shapes": shapes, "config": vars(cfg)}
+
+
+def code_only_data(record):
+    """The numbers of the pictures that need no checkpoint, from the project's code and the settings and
+    figures that figures.json records (tests/test_figures.py checks each against its recorded sha256)."""
+    settings, figures = record["provenance"]["settings"], record["figures"]
+    cfg = ModelConfig(int(figures["tok_emb.shape"].strip("()").split(",")[0]), settings["context_len"],
+                      settings["emb_dim"], settings["num_heads"], settings["num_layers"], settings["ff_dim"],
+                      settings["ln_eps"])
+    T = int(figures["window.tokens"])
+    as_int = lambda text: int(text.replace(",", ""))  # noqa: E731
+    params = init_params(cfg, np.random.default_rng(0))
+    return {"gelu": gelu_data(), "causal_mask": mask_data(T),
+            "lr_schedule": schedule_data(settings, as_int(figures["train.total_steps"]), as_int(figures["train.best_step"])),
+            "block": block_data(params, cfg, np.zeros(T, dtype=int)),
+            "model": model_data(params, cfg, np.zeros((settings["batch_size"], settings["seq_len"]), dtype=int))}
+
+
 # --- the pictures: drawing them ---------------------------------------------------------------
 # matplotlib is imported only here, so the rest of this file (and the tests) work without it.
 
@@ -670,12 +714,62 @@ def draw_block(data):
     return fig
 
 
+def model_rows(L):
+    """The whole model, row by row: (forward array, what computes it from the row above, its gradient,
+    what computes that gradient from the one below it)."""
+    rows = [("ids", "", "dtok_emb, dpos_emb", "embed_backward:\nadds dX0's rows into both")]
+    rows += [(f"X{layer}", "embed_forward: tok_emb[ids] + pos_emb[:T]" if layer == 0 else
+              f"block_forward, block {layer - 1} (block.svg)", f"dX{layer}", f"block_backward,\nblock {layer}")
+             for layer in range(L)]
+    return rows + [(f"X{L}", f"block_forward, block {L - 1} (block.svg)", f"dX{L}", "layernorm_backward:\ndlnf_gain, dlnf_shift"),
+                   ("Xf", "layernorm_forward: lnf_gain, lnf_shift", "dXf", "linear_backward:\ndW_out, db_out"),
+                   ("logits", "linear_forward: W_out, b_out", "dlogits", "cross_entropy_backward:\n(probs \u2212 onehot) / N"),
+                   ("loss", "cross_entropy_forward, with the targets", "", "")]
+
+
+def draw_model(data):
+    plt = pyplot()
+    s, cfg = data["shapes"], data["config"]
+    s = {**s, "dtok_emb, dpos_emb": s["tok_emb"]}
+    rows = model_rows(cfg["num_layers"])
+    fig, ax = plt.subplots(figsize=(9.0, 7.6), layout="constrained")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.8, len(rows) - 0.1)
+    ax.axis("off")
+    box = {"boxstyle": "round,pad=0.35", "facecolor": "#eef3f8", "edgecolor": INK}
+    back_box = {**box, "facecolor": "#fbeeee", "edgecolor": ACCENT}
+    arrow = {"arrowstyle": "-|>", "color": INK, "shrinkA": 12, "shrinkB": 12}
+    back_arrow = {**arrow, "color": ACCENT}
+    for i, (name, how, grad, grad_how) in enumerate(rows):
+        y = len(rows) - 1 - i
+        ax.text(1.6, y, f"{name} {tuple(s[name])}", ha="center", va="center", bbox=box, family="monospace", fontsize=11)
+        if i:
+            ax.annotate("", (1.6, y), (1.6, y + 1), arrowprops=arrow)
+            ax.text(1.75, y + 0.5, how, va="center", fontsize=10, color=INK)
+        if name == "ids":
+            grad_text = f"dtok_emb {tuple(s['tok_emb'])}, dpos_emb {tuple(s['pos_emb'])}"
+            ax.text(8.3, y, grad_text, ha="center", va="center", bbox=back_box, family="monospace", fontsize=10)
+        elif grad:
+            ax.text(8.6, y, f"{grad} {tuple(s[grad])}", ha="center", va="center", bbox=back_box, family="monospace",
+                    fontsize=11)
+        if grad:  # the arrow into this gradient comes from the row below (the loss for dlogits)
+            ax.annotate("", (8.6, y), (8.6, y - 1), arrowprops=back_arrow)
+            ax.text(8.45, y - 0.5, grad_how, va="center", ha="right", fontsize=10, color=ACCENT, linespacing=1.1)
+    B, T = s["ids"]
+    ax.text(5.0, len(rows) - 0.4, f"the whole model: forward (blue, down), backward (red, up); B = {B}, T = {T}, "
+            f"C = {cfg['emb_dim']}, V = {cfg['vocab_size']}, L = {cfg['num_layers']}", ha="center", fontsize=10)
+    ax.text(5.0, -0.65, "every gradient has the shape of its array; the loss is one number, shape ()",
+            ha="center", fontsize=10, color="#555555")
+    return fig
+
+
 PICTURES = {  # name: (title, draw); docs/figures/<name>.svg
     "token_table": ("The token table, tok_emb, on its top-2 principal directions", draw_token_table),
     "attention": ("Every head's attention weights on one window", draw_attention),
     "causal_mask": ("The causal mask", draw_mask),
     "gelu": ("GELU and its derivative", draw_gelu),
     "block": ("One block: its arrays and their shapes, forward and backward", draw_block),
+    "model": ("The whole model: its arrays and their shapes, forward and backward", draw_model),
     "loss": ("The training and validation loss of the run", draw_loss),
     "lr_schedule": ("The learning-rate schedule of the run", draw_schedule),
     "next_token": ("The next-token distribution under temperatures and cuts", draw_next_token),
@@ -686,6 +780,10 @@ def picture_data(model, ids, total_steps):
     """The numbers of every picture in PICTURES, from the checkpoint and the window of ids."""
     return {"token_table": token_table_data(model), "attention": attention_data(model, ids),
             "causal_mask": mask_data(len(ids)), "gelu": gelu_data(), "block": block_data(model.params, model.cfg, ids),
+            "model": code_only_data({"provenance": {"settings": model.meta["settings"]},
+                                     "figures": {"tok_emb.shape": str(model.params["tok_emb"].shape),
+                                                 "window.tokens": str(len(ids)), "train.total_steps": str(total_steps),
+                                                 "train.best_step": str(model.meta["best_step"])}})["model"],
             "loss": loss_data(model),
             "lr_schedule": schedule_data(model.meta["settings"], total_steps, model.meta["best_step"]),
             "next_token": next_token_data(model)}
@@ -705,10 +803,35 @@ def write_all(files):
     publish_staged(list(files))
 
 
+def redraw_code_only(names):
+    """Redraw the pictures that need no checkpoint (CODE_ONLY) from figures.json's record: the same
+    settings and figures, so the same provenance; figures.json gains or updates their entries only."""
+    record = json.loads((REPO / "docs" / "figures.json").read_text(encoding="utf-8"))
+    data, files = code_only_data(record), {}
+    for name in names:
+        title, draw = PICTURES[name]
+        digest = data_sha256(data[name])
+        record["pictures"][name] = {"file": f"figures/{name}.svg", "title": title, "data sha256": digest}
+        files[FIGURES_DIR / f"{name}.svg"] = svg_bytes(draw(data[name]), title, record["provenance"]["model.npz sha256"],
+                                                       digest)
+    record["pictures"] = {name: record["pictures"][name] for name in PICTURES}
+    files[REPO / "docs" / "figures.json"] = (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    write_all(files)
+    print(f"redrew {', '.join(names)} in docs/figures/ from the settings docs/figures.json records")
+
+
+CODE_ONLY = ("gelu", "causal_mask", "lr_schedule", "block", "model")  # pictures drawn from code and settings alone
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", default=str(REPO / "checkpoints"))
-    folder = Path(p.parse_args().checkpoint)
+    p.add_argument("--code-only", nargs="+", choices=CODE_ONLY, metavar="PICTURE",
+                   help=f"redraw only these pictures, which need no checkpoint ({', '.join(CODE_ONLY)}), keeping the rest")
+    args = p.parse_args()
+    if args.code_only:
+        return redraw_code_only(args.code_only)
+    folder = Path(args.checkpoint)
     model = checkpoint.load(folder if (folder / "model.json").exists() else runs.default_run(folder))
     corpus_path = named_corpus(model)
     ids = np.array(model.tokenizer.encode(PROMPT))[: model.meta["settings"]["seq_len"]]

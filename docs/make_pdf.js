@@ -36,6 +36,7 @@ async ({ paths, title }) => {
     const article = html.querySelector("article.md-content__inner");
     const prefix = pageIds.get(url.pathname);
     article.querySelectorAll("a.headerlink, .md-source-file, .md-content__button").forEach((e) => e.remove());
+    article.querySelectorAll("details").forEach((e) => { e.open = true; }); // a book prints the folded reference too
     article.querySelectorAll("[id]").forEach((e) => { e.id = `${prefix}-${e.id}`; });
     article.querySelectorAll("img[src]").forEach((img) => { img.src = new URL(img.getAttribute("src"), url).href; });
     article.querySelectorAll("a[href]").forEach((a) => {

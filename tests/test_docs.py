@@ -11,6 +11,9 @@ Conventions the pages follow (docs/index.md says the same for writers):
   test's. Every other row's Code is run with NumPy (as np) and the project's functions in scope
   (statements separated by `;`, the last one an expression) and must equal its Value: to 1e-9, or
   to the last digit shown where the Value starts with ≈.
+- A citation in running text right after a `name` or `name()` of a function (a def of the project)
+  must land inside that function: the cited lines lie within its def in the cited file, or hold its
+  def line. `forward` (transformer.py:387) is right; `forward` (train.py:215), a call, is not.
 - Figures from a trained model sit in docs/figures.json, written by docs/make_figures.py; a page
   quotes them as `figure:name`, and the value beside it must match.
 """
@@ -88,6 +91,66 @@ def test_every_citation_quotes_its_lines(page):
                            f"found in those lines; {RESYNC}")
         checked += 1
     assert checked or page.name == "index.md", f"{page.name} cites no code"
+
+
+def function_names():
+    """The name of every def in the project's Python files, the tests' and the docs' included."""
+    names = set()
+    for path in REPO.rglob("*.py"):
+        if any(part.startswith(".") or part in ("site", "node_modules") or "venv" in part for part in path.relative_to(REPO).parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        names.update(node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return names
+
+
+def defs_of(path, name):
+    """(first line, last line) of every def of name in a repository file."""
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    return [(node.lineno, node.end_lineno) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
+
+
+def named_function(line, citation_start, names):
+    """The function a running-text citation follows: the last code span before it (and after the
+    previous citation), when that span is `name` or `name()` of a def; else None."""
+    before = CITATION.split(line[:citation_start])[-1] if CITATION.search(line[:citation_start]) else line[:citation_start]
+    spans = CODE_SPAN.findall(before)
+    if not spans:
+        return None
+    name = spans[-1].removesuffix("()")
+    return name if name.isidentifier() and name in names else None
+
+
+@pytest.fixture(scope="module")
+def project_functions():
+    return function_names()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_a_citation_after_a_function_name_lands_inside_that_function(page, project_functions):
+    wrong = []
+    in_fence = False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        if in_fence or line.lstrip().startswith("|"):
+            continue
+        for match in CITATION.finditer(line):
+            if any(s.start() < match.start() < s.end() for s in CODE_SPAN.finditer(line)):
+                continue  # a citation inside a code span is code, not a pointer
+            name = named_function(line, match.start(), project_functions)
+            if name is None:
+                continue
+            first, last = int(match[2]), int(match[3] or match[2])
+            spans = defs_of(match[1], name)
+            if not any(start <= first and last <= end or first <= start <= last for start, end in spans):
+                where = f"in {match[1]} at lines {', '.join(f'{s}-{e}' for s, e in spans)}" if spans else f"nowhere in {match[1]}"
+                wrong.append(f"{page.name}:{number}: `{name}` ({match[0]}), but `{name}` is {where}")
+    assert not wrong, "a citation must point inside the function it follows:\n" + "\n".join(wrong)
 
 
 def literal(text):

@@ -18,8 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer import ModelConfig, init_params
-
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 PICTURES = DOCS / "figures"
@@ -80,19 +78,10 @@ def test_every_picture_carries_the_checkpoint_and_the_numbers_of_figures_json():
 def code_only_pictures(record):
     """The numbers of the pictures that need no checkpoint, from the project's code and the settings and
     figures that figures.json records."""
-    settings, figures = record["provenance"]["settings"], record["figures"]
-    cfg = ModelConfig(int(figures["tok_emb.shape"].strip("()").split(",")[0]), settings["context_len"],
-                      settings["emb_dim"], settings["num_heads"], settings["num_layers"], settings["ff_dim"],
-                      settings["ln_eps"])
-    T = int(figures["window.tokens"])
-    as_int = lambda text: int(text.replace(",", ""))  # noqa: E731
-    return {"gelu": make_figures.gelu_data(), "causal_mask": make_figures.mask_data(T),
-            "lr_schedule": make_figures.schedule_data(settings, as_int(figures["train.total_steps"]),
-                                                      as_int(figures["train.best_step"])),
-            "block": make_figures.block_data(init_params(cfg, np.random.default_rng(0)), cfg, np.zeros(T, dtype=int))}
+    return make_figures.code_only_data(record)
 
 
-@pytest.mark.parametrize("name", ["gelu", "causal_mask", "lr_schedule", "block"])
+@pytest.mark.parametrize("name", make_figures.CODE_ONLY)
 def test_a_picture_that_needs_no_checkpoint_shows_what_the_code_computes_now(name):
     record = figures_json()
     assert make_figures.data_sha256(code_only_pictures(record)[name]) == record["pictures"][name]["data sha256"], (
