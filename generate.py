@@ -32,7 +32,7 @@ import numpy as np
 import checkpoint
 import config
 from errors import InputError
-from transformer import forward, keys_values
+from transformer import forward_cached
 
 
 ROUNDING = 1e-9  # top-p counts a set as reaching top_p when it falls short by less than this
@@ -103,9 +103,9 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
     if not 0 < window <= cfg.context_len:
         raise InputError(f"the window must be in 1..{cfg.context_len} (context_len), got {window}")
     context = list(prompt_ids)[-window:]
-    logits, cache = forward(params, np.array(context), cfg)
+    logits, past = forward_cached(params, context, cfg)
     for step in range(max_new_tokens):
-        scores = logits[-1]
+        scores = logits
         if step == 0 and first_allowed is not None:
             scores = np.where(first_allowed, scores, -np.inf)  # probability 0 for every other id
         next_id = sample_next(scores, sampling, rng)
@@ -114,10 +114,10 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             return
         context.append(next_id)
         if use_cache and len(context) <= window:
-            logits, cache = forward(params, np.array([next_id]), cfg, past=keys_values(cache))
+            logits, past = forward_cached(params, [next_id], cfg, past)
         else:
             context = context[-window:]
-            logits, cache = forward(params, np.array(context), cfg)
+            logits, past = forward_cached(params, context, cfg)
 
 
 # --- where a reply ends ---------------------------------------------------------------------------

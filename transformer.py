@@ -14,9 +14,9 @@ forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on 
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
 """
 
-import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -148,35 +148,6 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
 
 
 # ---------------------------------------------------------------------------------------------
-# Sums over the last axis, as products with a vector of ones.
-
-# Measured: the layer norm with these sums, in place, makes a training step 13-14% faster at the book recipe's
-# shape and 8-10% at the reference shape than written with .mean(axis=-1); two copies of one tree differ by
-# under 1% (benchmarks/bench_ab.py, 3 runs of 80 turns; docs/engineering/performance.md)
-def row_sum(*factors):  # one or two (..., n) arrays -> (..., 1)
-    """The sum over the last axis of one array, or of the product of two, without making the product.
-
-    Both are matrix products, which numpy hands to BLAS: a row's sum is the row times a vector of
-    ones, and the sum of a product of rows is their dot product (vecdot). Either is two to four
-    times faster than .sum(axis=-1) or einsum, which add up each short row one number at a time.
-    Example: row_sum(np.array([[1., 2.], [3., 4.]]), np.array([[1., 1.], [0., 2.]])) -> [[3.], [8.]]
-    """
-    if len(factors) == 1:
-        x, = factors
-        return (x @ ones(x.shape[-1], x.dtype))[..., None]
-    a, b = factors
-    return np.vecdot(a, b)[..., None]
-
-
-@functools.lru_cache(maxsize=None)
-def ones(n, dtype):  # -> (n,)
-    """A read-only vector of n ones, made once for each (n, dtype): the sums above ask for the same few."""
-    vector = np.ones(n, dtype=dtype)
-    vector.flags.writeable = False
-    return vector
-
-
-# ---------------------------------------------------------------------------------------------
 # Linear layer: y = x W + b, with W stored (n_in, n_out).
 
 def linear_forward(x, W, b):  # (..., n_in), (n_in, n_out), (n_out,) -> (..., n_out)
@@ -197,28 +168,24 @@ def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n
 # Layer normalization over the last axis: y = (x - mean) / sqrt(var + eps) * gain + shift.
 
 def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
-    C = x.shape[-1]
-    xhat = x - row_sum(x) / C  # centred, then scaled in place to xhat
-    variance = row_sum(xhat, xhat) / C  # (..., 1)
-    rstd = 1.0 / np.sqrt(variance + eps)
-    xhat *= rstd
-    out = xhat * gain
-    out += shift
-    return out, (xhat, rstd, gain)
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    centred = x - mean
+    variance = (centred * centred).mean(axis=-1, keepdims=True)  # (..., 1), the biased variance
+    rstd = 1.0 / np.sqrt(variance + eps)  # (..., 1)
+    xhat = centred * rstd
+    return xhat * gain + shift, (xhat, rstd, gain)
 
 
 def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)
     xhat, rstd, gain = cache
     C = xhat.shape[-1]
-    dgain = np.einsum("nc,nc->c", dout.reshape(-1, C), xhat.reshape(-1, C))
+    dgain = (dout * xhat).reshape(-1, C).sum(axis=0)  # out = xhat * gain + shift, summed over every row
     dshift = dout.reshape(-1, C).sum(axis=0)
-    dx = dout * gain  # dxhat, turned into dx in place
+    dxhat = dout * gain
     # xhat depends on x directly and through the mean and the variance; the two means below are
     # those two paths: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-    mean_dxhat = row_sum(dx) / C
-    mean_dxhat_xhat = row_sum(dx, xhat) / C
-    dx -= mean_dxhat
-    dx -= xhat * mean_dxhat_xhat
+    dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
+    dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
     dx *= rstd
     return dx, dgain, dshift
 
@@ -229,6 +196,17 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
 def causal_mask(T, S, dtype):  # -> (T, S): the T queries are the last T of S positions
     """0 where query t may see key s (s <= t, counting both in positions), -inf where s is later."""
     return np.triu(np.full((T, S), -np.inf, dtype=dtype), k=1 + S - T)
+
+
+class AttentionCache(NamedTuple):
+    """What attention_backward needs of attention_forward, by name: q, k and v are (B, nh, T, hs), attn
+    (B, nh, T, S); k and v are also the keys and values that generation keeps (forward_cached)."""
+    projections: tuple  # the caches of the three linear layers that made q, k and v
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    attn: np.ndarray
+    out_proj: tuple  # the cache of the output projection Wo
 
 
 # Measured: the heads, dq, dk and dv written in place with out= make a training step 9-11% faster at the
@@ -253,7 +231,7 @@ def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params ->
     merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
     np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
     out, out_cache = linear_forward(merged.reshape(B, T, C), p["Wo"], p["bo"])  # (B, T, nh, hs) -> (B, T, C)
-    return out, ((q_cache, k_cache, v_cache), q, k, v, attn, out_cache)
+    return out, AttentionCache((q_cache, k_cache, v_cache), q, k, v, attn, out_cache)
 
 
 def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
@@ -332,13 +310,21 @@ def mlp_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W1": dW1, "b1": d
 # ---------------------------------------------------------------------------------------------
 # One pre-LN block: X = X + attention(LN1(X)); X = X + MLP(LN2(X)).
 
+class BlockCache(NamedTuple):
+    """The caches of a block's four layers, by name."""
+    ln1: tuple
+    attention: AttentionCache
+    ln2: tuple
+    mlp: tuple
+
+
 def block_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (B, T, C)
     h1, ln1_cache = layernorm_forward(x, p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
     attended, attn_cache = attention_forward(h1, p, cfg.num_heads, past)
     x = x + attended
     h2, ln2_cache = layernorm_forward(x, p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
     fed, mlp_cache = mlp_forward(h2, p)
-    return x + fed, (ln1_cache, attn_cache, ln2_cache, mlp_cache)
+    return x + fed, BlockCache(ln1_cache, attn_cache, ln2_cache, mlp_cache)
 
 
 def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: gradient}
@@ -398,16 +384,14 @@ def check_ids(ids, cfg, what="ids", start=0):
         raise ValueError(f"{what} holds {bad}, outside the vocabulary [0, {cfg.vocab_size})")
 
 
-def forward(params, ids, cfg, past=None):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
-    """past: keys_values(cache) of an earlier forward, whose positions ids continue (generation)."""
+def forward(params, ids, cfg):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
     ids = np.asarray(ids)
-    start = 0 if past is None else past[0][0].shape[2]  # positions already in the key/value cache
-    check_ids(ids, cfg, start=start)
+    check_ids(ids, cfg)
     batch = ids.reshape(-1, ids.shape[-1])  # (T,) -> (1, T): one code path for both
-    X = embed_forward(params, batch, start)  # (B, T, C)
+    X = embed_forward(params, batch)  # (B, T, C)
     block_caches = []
     for layer in range(cfg.num_layers):
-        X, block_cache = block_forward(X, block_params(params, layer), cfg, None if past is None else past[layer])
+        X, block_cache = block_forward(X, block_params(params, layer), cfg)
         block_caches.append(block_cache)
     Xf, lnf_cache = layernorm_forward(X, params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)
     logits, head_cache = linear_forward(Xf, params["W_out"], params["b_out"])  # (B, T, V)
@@ -415,15 +399,25 @@ def forward(params, ids, cfg, past=None):  # (T,) or (B, T) ints -> logits (T, V
     return logits.reshape(*ids.shape, cfg.vocab_size), cache
 
 
-def keys_values(cache):
-    """Every block's keys and values, each (B, nh, S, hs), from a forward's cache: the past to
-    hand to the next forward, so that it computes only the new positions."""
-    _, block_caches, _, _ = cache
-    past = []
-    for _, attn_cache, _, _ in block_caches:
-        _, _, k, v, _, _ = attn_cache
-        past.append((k, v))
-    return past
+def forward_cached(params, ids, cfg, past=None):  # (T,) ints -> logits of the last position (V,), present
+    """The forward of generation, with a key/value cache. past: each block's keys and values, a pair of
+    (1, nh, S, hs) arrays, for the S positions before ids (None: ids start the text); present: the same
+    pairs with the positions of ids added, to hand to the next call as its past.
+
+    Only the keys and values are kept: each block's backward cache is let go as soon as they are taken
+    from it, so a long prompt costs one block's cache at a time, and only the last position gets logits.
+    """
+    ids = np.asarray(ids)
+    start = 0 if past is None else past[0][0].shape[2]  # positions already in the key/value cache
+    check_ids(ids[None], cfg, start=start)
+    X = embed_forward(params, ids[None], start)  # (1, T, C)
+    present = []
+    for layer in range(cfg.num_layers):
+        X, block_cache = block_forward(X, block_params(params, layer), cfg, None if past is None else past[layer])
+        present.append((block_cache.attention.k, block_cache.attention.v))  # (1, nh, S + T, hs) each
+    Xf, _ = layernorm_forward(X[0, -1], params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)  # (C,)
+    logits, _ = linear_forward(Xf, params["W_out"], params["b_out"])  # (V,)
+    return logits, present
 
 
 def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets -> loss, grads

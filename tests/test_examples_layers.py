@@ -12,7 +12,7 @@ import numpy as np
 
 from transformer import (GELU_CUBIC, GELU_SCALE, attention_backward, attention_forward, causal_mask, gelu_backward,
                          gelu_forward, layernorm_backward, layernorm_forward, linear_backward, linear_forward, mlp_backward,
-                         mlp_forward, row_sum, softmax, softmax_backward)
+                         mlp_forward, softmax, softmax_backward)
 
 EPS = 1e-5  # ln_eps in config.py
 ROUNDED = 5e-5  # the pages show 4 decimals
@@ -20,16 +20,6 @@ ROUNDED = 5e-5  # the pages show 4 decimals
 
 def close(actual, expected):
     return np.allclose(actual, expected, rtol=0, atol=ROUNDED)
-
-
-# --- row_sum (02-layernorm.md) ---
-
-def test_row_sum_worked_example():
-    a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    b = np.array([[1.0, 1.0], [0.0, 2.0]])
-    assert row_sum(a).shape == (2, 1)  # the summed axis is kept, with length 1, so it broadcasts
-    assert np.array_equal(row_sum(a), [[3.0], [7.0]])  # 1 + 2, 3 + 4
-    assert np.array_equal(row_sum(a, b), [[3.0], [8.0]])  # 1*1 + 2*1, 3*0 + 4*2
 
 
 # --- layer normalization (02-layernorm.md) ---

@@ -17,7 +17,7 @@ import train
 from generate import Sampling, filtered_probs, generate, sample_next
 from optim import Adam
 from tokenizer import BPETokenizer
-from transformer import ModelConfig, forward, init_params, keys_values, pack, zeros_like
+from transformer import ModelConfig, forward, forward_cached, init_params, pack, zeros_like
 
 
 # --- docs/08-training.md ------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_cached_forward_equals_full_forward_worked_example():
     cfg, params = small_model()
     ids = [3, 1, 4, 1, 5]
     full, _ = forward(params, np.array(ids), cfg)
-    first, cache = forward(params, np.array(ids[:4]), cfg)
-    step, cache = forward(params, np.array(ids[4:]), cfg, past=keys_values(cache))
-    assert np.abs(np.concatenate([first, step]) - full).max() < 1e-12
-    assert keys_values(cache)[0][0].shape == (1, 2, 5, 2)
+    first, past = forward_cached(params, np.array(ids[:4]), cfg)
+    step, past = forward_cached(params, np.array(ids[4:]), cfg, past)
+    assert np.abs(np.stack([first, step]) - full[3:]).max() < 1e-12
+    assert past[0][0].shape == (1, 2, 5, 2)

@@ -17,7 +17,7 @@ import generate
 from conftest import greedy_text
 from generate import Sampling, filtered_probs, sample_next
 from tokenizer import BPETokenizer
-from transformer import forward, init_params
+from transformer import forward, forward_cached, init_params
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -121,15 +121,15 @@ def test_the_boundaries_of_sampling_are_accepted():
 # --- generate -----------------------------------------------------------------------------------
 
 def next_is_last_plus_one(calls):
-    """A stand-in for transformer.forward that records the ids it gets and makes the next id
+    """A stand-in for transformer.forward_cached that records the ids it gets and makes the next id
     the last id + 1 (mod V) by a wide margin, so greedy decoding is known in advance.
     It keeps no keys and values, so generate must run with use_cache=False over it."""
-    def forward(params, ids, cfg):
+    def forward_cached(params, ids, cfg, past=None):
         calls.append(list(ids))
-        logits = np.zeros((len(ids), cfg.vocab_size))
-        logits[-1, (ids[-1] + 1) % cfg.vocab_size] = 10.0
+        logits = np.zeros(cfg.vocab_size)
+        logits[(ids[-1] + 1) % cfg.vocab_size] = 10.0
         return logits, None
-    return forward
+    return forward_cached
 
 
 GREEDY = Sampling(0, 0, 1.0)
@@ -137,7 +137,7 @@ GREEDY = Sampling(0, 0, 1.0)
 
 def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
     calls = []
-    monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
+    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one(calls))
     prompt = [3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0]  # 12 ids: longer than the window and than context_len 8
     new = list(generate.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0), use_cache=False))
     assert new == [1, 2, 3, 4, 5]
@@ -147,7 +147,7 @@ def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
 
 def test_ids_are_yielded_as_they_are_drawn(tiny_cfg, monkeypatch):
     calls = []
-    monkeypatch.setattr(generate, "forward", next_is_last_plus_one(calls))
+    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one(calls))
     new_ids = generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0), use_cache=False)
     assert next(new_ids) == 1 and len(calls) == 1
 
@@ -166,8 +166,8 @@ def test_the_cache_feeds_one_id_a_step_until_the_window_slides(tiny_cfg, tiny_pa
 
     def spy(params, ids, cfg, past=None):
         calls.append((len(ids), 0 if past is None else past[0][0].shape[2]))  # (ids read, positions cached)
-        return forward(params, ids, cfg, past)
-    monkeypatch.setattr(generate, "forward", spy)
+        return forward_cached(params, ids, cfg, past)
+    monkeypatch.setattr(generate, "forward_cached", spy)
     list(generate.generate(tiny_params, tiny_cfg, [1, 2], 6, 4, GREEDY, np.random.default_rng(0)))
     # the prompt's 2 ids; then 1 id after 2, then after 3 cached; then the window of 4 slides
     assert calls == [(2, 0), (1, 2), (1, 3), (4, 0), (4, 0), (4, 0)]
@@ -192,7 +192,7 @@ def test_max_new_tokens_is_the_length_without_a_stop(tiny_cfg, tiny_params, max_
 
 
 def test_stop_id_ends_the_continuation_after_yielding_it(tiny_cfg, monkeypatch):
-    monkeypatch.setattr(generate, "forward", next_is_last_plus_one([]))
+    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one([]))
     rng = np.random.default_rng(0)
     assert list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3, use_cache=False)) == [1, 2, 3]
     assert len(list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, use_cache=False))) == 10

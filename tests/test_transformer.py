@@ -5,7 +5,7 @@ import pytest
 
 from gradcheck import numerical_grad
 from transformer import (ModelConfig, causal_mask, embed_backward, embed_forward, flat_buffer, forward, init_params,
-                         keys_values, loss_and_grads, pack, param_shapes, zeros_like)
+                         forward_cached, loss_and_grads, pack, param_shapes, zeros_like)
 
 # The hand-picked tables of the embeddings page
 TOK_EMB = [[0.1, 0.2], [0.3, -0.1], [0.5, 0.4], [-0.2, 0.6]]
@@ -180,20 +180,26 @@ def test_bad_model_config_is_a_value_error(field, value):
         ModelConfig(**{**fields, field: value})
 
 
-def test_forward_with_past_keys_and_values_equals_the_full_forward(tiny_cfg, tiny_params):
-    ids = np.array([[3, 1, 4, 1, 5, 2, 6], [2, 6, 5, 3, 5, 0, 1]])
+def test_forward_cached_equals_the_full_forward(tiny_cfg, tiny_params):
+    ids = np.array([3, 1, 4, 1, 5, 2, 6])
     full, _ = forward(tiny_params, ids, tiny_cfg)
-    first, cache = forward(tiny_params, ids[:, :4], tiny_cfg)
-    step, cache = forward(tiny_params, ids[:, 4:5], tiny_cfg, past=keys_values(cache))  # one new position
-    rest, _ = forward(tiny_params, ids[:, 5:], tiny_cfg, past=keys_values(cache))  # two more at once
-    assert np.allclose(np.concatenate([first, step, rest], axis=1), full, rtol=0, atol=1e-13)
-    assert keys_values(cache)[1][0].shape == (2, tiny_cfg.num_heads, 5, tiny_cfg.head_dim)
+    first, past = forward_cached(tiny_params, ids[:4], tiny_cfg)
+    step, past = forward_cached(tiny_params, ids[4:5], tiny_cfg, past)  # one new position
+    rest, past = forward_cached(tiny_params, ids[5:], tiny_cfg, past)  # two more at once
+    assert np.allclose(np.stack([first, step, rest]), full[[3, 4, 6]], rtol=0, atol=1e-13)
+    assert past[1][0].shape == (1, tiny_cfg.num_heads, 7, tiny_cfg.head_dim)  # every position's keys
 
 
-def test_forward_with_past_refuses_to_run_past_the_position_table(tiny_cfg, tiny_params):
-    _, cache = forward(tiny_params, np.arange(7) % 7, tiny_cfg)
+def test_forward_cached_keeps_only_the_keys_and_values(tiny_cfg, tiny_params):
+    _, past = forward_cached(tiny_params, np.array([3, 1, 4]), tiny_cfg)
+    assert len(past) == tiny_cfg.num_layers
+    assert all(len(pair) == 2 and all(isinstance(a, np.ndarray) for a in pair) for pair in past)
+
+
+def test_forward_cached_refuses_to_run_past_the_position_table(tiny_cfg, tiny_params):
+    _, past = forward_cached(tiny_params, np.arange(7) % 7, tiny_cfg)
     with pytest.raises(ValueError, match="sequence of length 9: context_len is only 8"):
-        forward(tiny_params, np.array([1, 2]), tiny_cfg, past=keys_values(cache))
+        forward_cached(tiny_params, np.array([1, 2]), tiny_cfg, past)
 
 
 def test_causal_mask_for_queries_that_follow_cached_positions():
