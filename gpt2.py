@@ -47,7 +47,7 @@ def load(folder):
     packed in the canonical order of transformer.param_shapes, and a ByteLevelBPE. InputError when
     a file is missing, broken, or of another model.
 
-    Example: load("gpt2") for GPT-2 124M -> 163,037,184 parameters (the head's copy included),
+    Example: load("gpt2") for GPT-2 124M -> 163,087,441 parameters (the head's copy included),
     ModelConfig(vocab_size=50257, context_len=1024, emb_dim=768, num_heads=12, num_layers=12, ...)
     """
     folder = Path(folder)
