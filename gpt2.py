@@ -1,0 +1,368 @@
+"""GPT-2 from the Hugging Face hub as the project's own model, and GPT-2's byte-level BPE.
+
+    params, cfg, tokenizer = gpt2.load("gpt2")  # a folder: config.json, model.safetensors, vocab.json, merges.txt
+
+GPT-2 is the model of transformer.py: pre-LN blocks, causal attention, the tanh GELU, learned
+positions. Its weights go into the parameter dict under our names, with no transposes: GPT-2's
+Conv1D layers store a weight (n_in, n_out) and compute x @ W + b, as linear_forward does. GPT-2 ties
+its head to the token table; ours is untied, so W_out starts as a copy of tok_emb.T and b_out at 0,
+and the model stays the one the rest of the project trains and samples (docs/12-gpt2.md).
+
+The tokenizer is GPT-2's byte-level BPE, written here: a text is cut into words by GPT-2's pattern,
+each word's UTF-8 bytes are written as printable stand-in characters (one per byte), and merges are
+applied lowest rank first. Every text encodes, and decoding gives it back.
+
+Needs the gpt2 extra (pip install -e ".[gpt2]"): safetensors to read the weights, regex for the
+pattern's \\p{L} and \\p{N}. Nothing of torch or transformers.
+"""
+
+import codecs
+import importlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+import transformer
+from errors import InputError
+
+FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
+DOWNLOAD = "hf download openai-community/gpt2 " + " ".join(FILES) + " --local-dir gpt2"
+REFETCH = f"download the folder again ({DOWNLOAD})"
+END_OF_TEXT = "<|endoftext|>"
+
+
+def library(name):
+    """The module `name`, which the gpt2 extra installs, or InputError saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError:
+        raise InputError(f"reading GPT-2 needs the {name.split('.')[0]} package: "
+                         f"pip install -e \".[gpt2]\"") from None
+
+
+def load(folder):
+    """(params, cfg, tokenizer) of the GPT-2 in folder, as the project's model: float32 parameters
+    packed in the canonical order of transformer.param_shapes, and a ByteLevelBPE. InputError when
+    a file is missing, broken, or of another model.
+
+    Example: load("gpt2") for GPT-2 124M -> 163,087,441 parameters (the head's copy included),
+    ModelConfig(vocab_size=50257, context_len=1024, emb_dim=768, num_heads=12, num_layers=12, ...)
+    """
+    folder = Path(folder)
+    for name in FILES:
+        if not (folder / name).is_file():
+            raise InputError(f"{folder / name} is missing: a GPT-2 folder holds {', '.join(FILES)}; {REFETCH}")
+    gpt2_config = read_json(folder / "config.json")
+    cfg = model_config(gpt2_config, folder / "config.json")
+    tokenizer = ByteLevelBPE.load(folder / "vocab.json", folder / "merges.txt")
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise InputError(f"{folder / 'vocab.json'} has {tokenizer.vocab_size} tokens but config.json's vocab_size "
+                         f"is {cfg.vocab_size}: the vocabulary is of another model; {REFETCH}")
+    tensors = read_tensors(folder / "model.safetensors")
+    params = project_params(tensors, cfg, gpt2_config.get("tie_word_embeddings", True), folder / "model.safetensors")
+    return params, cfg, tokenizer
+
+
+def read_json(path):
+    """The JSON object in path, or InputError naming the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as bad:
+        raise InputError(f"{path} is not JSON ({bad}); {REFETCH}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} holds a {type(data).__name__}, not a JSON object; {REFETCH}")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# config.json -> ModelConfig, refusing what our model does not compute.
+
+# option: (the value our model computes, GPT2Config's default). reorder_and_upcast_attn is not here:
+# it only scales q before q k^T and does that product in float32, which ours is already
+SAME_MATH = {"activation_function": (("gelu_new", "gelu_pytorch_tanh"), "gelu_new"),  # both the tanh GELU
+             "scale_attn_weights": ((True,), True),  # divide the scores by sqrt(hs)
+             "scale_attn_by_inverse_layer_idx": ((False,), False),  # and not by the layer's number too
+             "add_cross_attention": ((False,), False)}  # no encoder to attend to
+
+
+def model_config(gpt2_config, path):
+    """The ModelConfig of a GPT-2 config.json, or InputError for another model or an option ours lacks.
+
+    Example: {"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_head": 12,
+    "n_layer": 12} -> ModelConfig(50257, 1024, 768, 12, 12, ff_dim=3072, ln_eps=1e-05)
+    """
+    architectures = gpt2_config.get("architectures") or ["GPT2LMHeadModel"]
+    if gpt2_config.get("model_type") != "gpt2" or "GPT2LMHeadModel" not in architectures:
+        raise InputError(f"{path} is of a {gpt2_config.get('model_type')} model ({', '.join(map(str, architectures))}), "
+                         f"not GPT-2 (model_type gpt2, GPT2LMHeadModel): give the folder of a GPT-2")
+    for option, (computed, default) in SAME_MATH.items():
+        if gpt2_config.get(option, default) not in computed:
+            raise InputError(f"{path} sets {option} to {gpt2_config[option]!r}, which this model does not "
+                             f"compute (it computes {computed[0]!r}): give a GPT-2 without it")
+    sizes = {key: gpt2_config.get(key) for key in ("vocab_size", "n_positions", "n_embd", "n_head", "n_layer")}
+    if None in sizes.values():
+        missing = ", ".join(key for key, size in sizes.items() if size is None)
+        raise InputError(f"{path} lacks {missing}: {REFETCH}")
+    try:
+        return transformer.ModelConfig(
+            vocab_size=sizes["vocab_size"], context_len=sizes["n_positions"], emb_dim=sizes["n_embd"],
+            num_heads=sizes["n_head"], num_layers=sizes["n_layer"],
+            ff_dim=gpt2_config.get("n_inner") or 4 * sizes["n_embd"],  # GPT-2's None means 4 C
+            ln_eps=gpt2_config.get("layer_norm_epsilon", 1e-5))
+    except (ValueError, TypeError) as bad:
+        raise InputError(f"{path}: {bad}; {REFETCH}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# model.safetensors -> the parameter dict. GPT-2 names, stripped of "transformer.":
+#   wte.weight (V, C), wpe.weight (Tmax, C), ln_f.weight/bias (C,), and for each block h.{l}.:
+#   ln_1 and ln_2 weight/bias (C,), attn.c_attn (C, 3C) and (3C,): q, k and v side by side,
+#   attn.c_proj (C, C), mlp.c_fc (C, F), mlp.c_proj (F, C); every Conv1D weight is (n_in, n_out).
+
+BLOCK_NAMES = {"ln1_gain": "ln_1.weight", "ln1_shift": "ln_1.bias", "Wo": "attn.c_proj.weight",
+               "bo": "attn.c_proj.bias", "ln2_gain": "ln_2.weight", "ln2_shift": "ln_2.bias",
+               "W1": "mlp.c_fc.weight", "b1": "mlp.c_fc.bias", "W2": "mlp.c_proj.weight", "b2": "mlp.c_proj.bias"}
+BUFFER = re.compile(r"h\.\d+\.attn\.(bias|masked_bias)")  # the causal mask, which older versions saved: no weight
+
+
+def read_tensors(path):
+    """{GPT-2 name without "transformer.": array} of a safetensors file, the attention masks left out."""
+    load_file, SafetensorError = library("safetensors.numpy").load_file, library("safetensors").SafetensorError
+    try:
+        tensors = load_file(str(path))
+    except SafetensorError as bad:  # a header that is not one, or a file cut short
+        raise InputError(f"{path} is not a whole safetensors file ({bad}); {REFETCH}") from None
+    except TypeError as bad:  # numpy has no bfloat16
+        raise InputError(f"{path} holds tensors numpy cannot read ({bad}): give a float32 or float16 "
+                         f"model.safetensors (openai-community/gpt2's is float32)") from None
+    bare = {name.removeprefix("transformer."): array for name, array in tensors.items()}
+    return {name: array for name, array in bare.items() if not BUFFER.fullmatch(name)}
+
+
+def project_params(tensors, cfg, tied, path):
+    """Our parameter dict from GPT-2's tensors: the same numbers under our names, float32, packed.
+
+    The head: GPT-2's logits are x wte^T (tied); ours has its own W_out, a copy of tok_emb.T, and b_out = 0.
+    """
+    take = tensor_taker(tensors, path)
+    C = cfg.emb_dim
+    params = {"tok_emb": take("wte.weight", (cfg.vocab_size, C)), "pos_emb": take("wpe.weight", (cfg.context_len, C))}
+    for layer in range(cfg.num_layers):
+        params.update(block_tensors(take, f"h.{layer}.", cfg, f"block{layer}."))
+    params["lnf_gain"], params["lnf_shift"] = take("ln_f.weight", (C,)), take("ln_f.bias", (C,))
+    head = params["tok_emb"] if tied else take("lm_head.weight", (cfg.vocab_size, C))
+    params["W_out"] = np.ascontiguousarray(head.T)  # (V, C) -> (C, V)
+    params["b_out"] = np.zeros(cfg.vocab_size, dtype=np.float32)
+    unused = sorted(set(tensors) - take.used - ({"lm_head.weight"} if tied else set()))  # a tied head is wte again
+    if unused:
+        raise InputError(f"{path} holds {unused[0]}, which GPT-2 has no place for ({len(unused)} such tensors): "
+                         f"it is of another model; give the folder of a GPT-2")
+    assert list(params) == list(transformer.param_shapes(cfg)), "the parameters are not in the canonical order"
+    return transformer.pack(params, np.float32)
+
+
+def block_tensors(take, gpt2_prefix, cfg, our_prefix):
+    """One block's tensors under our names: c_attn's (C, 3C) weight and (3C,) bias cut into q, k and v."""
+    C, F = cfg.emb_dim, cfg.ff_dim
+    shapes = {"ln1_gain": (C,), "ln1_shift": (C,), "Wo": (C, C), "bo": (C,), "ln2_gain": (C,),
+              "ln2_shift": (C,), "W1": (C, F), "b1": (F,), "W2": (F, C), "b2": (C,)}
+    block = {key: take(gpt2_prefix + BLOCK_NAMES[key], shapes[key]) for key in shapes}
+    # the columns of x c_attn are [q | k | v], each C wide
+    block["Wq"], block["Wk"], block["Wv"] = np.split(take(gpt2_prefix + "attn.c_attn.weight", (C, 3 * C)), 3, axis=1)
+    block["bq"], block["bk"], block["bv"] = np.split(take(gpt2_prefix + "attn.c_attn.bias", (3 * C,)), 3)
+    return {our_prefix + key: block[key] for key in transformer.BLOCK_KEYS}
+
+
+def tensor_taker(tensors, path):
+    """take(name, shape) -> the tensor as float32, or InputError when it is missing or of another
+    shape; take.used is the set of names taken so far."""
+    def take(name, shape):
+        if name not in tensors:
+            raise InputError(f"{path} lacks the tensor {name}: the file is incomplete or of another model; {REFETCH}")
+        if tensors[name].shape != shape:
+            raise InputError(f"{path}: {name} has shape {tensors[name].shape} where config.json gives {shape}: "
+                             f"the weights and config.json are of different models; {REFETCH}")
+        take.used.add(name)
+        return tensors[name].astype(np.float32)
+    take.used = set()
+    return take
+
+
+# ---------------------------------------------------------------------------------------------
+# The byte-level BPE.
+
+def byte_stand_ins():
+    """The 256 bytes in GPT-2's order, each with the printable character that stands for it.
+
+    Bytes that print as a visible Latin-1 character stand for themselves and come first, in byte
+    order; the other 68 (controls, space, DEL, no-break space, soft hyphen) take the characters from
+    chr(256) on, in byte order. ids 0..255 of GPT-2's vocabulary are these characters, in this order.
+    Example: byte_stand_ins()[0] -> (33, "!"); dict(byte_stand_ins())[32] -> "Ġ" (chr(256 + 32))
+    """
+    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    hidden = [b for b in range(256) if b not in visible]
+    return [(b, chr(b)) for b in visible] + [(b, chr(256 + n)) for n, b in enumerate(hidden)]
+
+
+# GPT-2's words: the English contractions, then letters, digits or other marks with at most one space
+# before them; a run of spaces keeps its last space for the word after it (\s+(?!\S))
+PRE_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+class ByteLevelBPE:
+    """GPT-2's tokenizer: a vocabulary (token text -> id) and merges, lowest rank first."""
+
+    def __init__(self, vocab, merges):
+        regex = library("regex")
+        self.vocab = dict(vocab)
+        self.merges = [tuple(pair) for pair in merges]
+        self._rank = {pair: rank for rank, pair in enumerate(self.merges)}
+        self._text = {i: text for text, i in self.vocab.items()}
+        self._char_of_byte = dict(byte_stand_ins())
+        self._byte_of_char = {char: b for b, char in self._char_of_byte.items()}
+        self._special = END_OF_TEXT if END_OF_TEXT in self.vocab else None
+        self._words = regex.compile(PRE_SPLIT)
+        self._word_ids = {}  # word -> its ids, filled as words are encoded: a text repeats most of its words
+
+    @property
+    def vocab_size(self):
+        return len(self.vocab)
+
+    @classmethod
+    def load(cls, vocab_path, merges_path):
+        """The tokenizer of a vocab.json and a merges.txt, or InputError naming the file that is wrong."""
+        vocab = read_json(vocab_path)
+        problem = vocab_problem(vocab)
+        if problem:
+            raise InputError(f"{vocab_path} {problem}: it is not a GPT-2 vocabulary; {REFETCH}")
+        try:
+            lines = Path(merges_path).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise InputError(f"{merges_path} is not UTF-8 text; {REFETCH}") from None
+        merges = []
+        for number, line in enumerate(lines, 1):
+            if (number == 1 and line.startswith("#version")) or not line:
+                continue
+            pair = tuple(line.split(" "))
+            problem = merge_problem(pair, vocab)
+            if problem:
+                raise InputError(f"{merges_path}:{number} {problem}: merges.txt and vocab.json disagree; {REFETCH}")
+            merges.append(pair)
+        return cls(vocab, merges)
+
+    def encode(self, text):
+        """The ids of text, as GPT-2's tokenizer gives them; <|endoftext|> in the text is its one id.
+
+        Example: with GPT-2's own files, encode("Hello world") -> [15496, 995]
+        """
+        ids = []
+        parts = text.split(self._special) if self._special else [text]
+        for n, part in enumerate(parts):
+            if n:
+                ids.append(self.vocab[self._special])
+            for word in self._words.findall(part):
+                if word not in self._word_ids:
+                    self._word_ids[word] = [self.vocab[token] for token in self.merged(word)]
+                ids.extend(self._word_ids[word])
+        return ids
+
+    def encode_known(self, text):
+        """(ids, characters left out): the scripts' way to encode; every text is known to a byte-level BPE."""
+        return self.encode(text), []
+
+    def merged(self, word):
+        """The tokens of one word: its bytes as stand-ins, merged lowest rank first.
+
+        Each round merges every place the best-ranked pair occurs, left to right, so "aaa" with
+        the merge (a, a) becomes ["aa", "a"]. Example: merged(" hi") with the merges (Ġ, h), (Ġh, i) -> ["Ġhi"]
+        """
+        tokens = [self._char_of_byte[b] for b in word.encode("utf-8")]
+        while len(tokens) > 1:
+            ranked = [(self._rank.get(pair, len(self._rank)), pair) for pair in zip(tokens, tokens[1:])]
+            rank, best = min(ranked)
+            if rank == len(self._rank):
+                break  # no pair left that a merge joins
+            tokens = merge_pair(tokens, best)
+        return tokens
+
+    def token_bytes(self, token_id):
+        """The bytes one id stands for. Example: token_bytes(220) -> b" " (GPT-2's "Ġ")"""
+        text = self._text[int(token_id)]
+        if text == self._special:
+            return text.encode("utf-8")
+        return bytes(self._byte_of_char[char] for char in text)
+
+    def decode(self, ids):
+        """The text of ids; bytes that are no whole UTF-8 character (a cut-off sequence) become U+FFFD.
+
+        Example: decode(encode("naïve 🤖")) -> "naïve 🤖"
+        """
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def decoder(self):
+        """A StreamDecoder: the text of ids given one at a time, each character once it is whole."""
+        return StreamDecoder(self)
+
+
+class StreamDecoder:
+    """Decode ids as they come: add(id) returns the characters completed so far, holding back the
+    first bytes of a character whose last bytes are in a later token; flush() ends the stream.
+
+    Example: "🤖" as GPT-2's two tokens of its four bytes: add(first) -> "", add(second) -> "🤖"
+    """
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def add(self, token_id):
+        return self._utf8.decode(self._tokenizer.token_bytes(token_id))
+
+    def flush(self):
+        """What is held back, as U+FFFD: the stream ended inside a character."""
+        return self._utf8.decode(b"", final=True)
+
+
+def merge_pair(tokens, pair):
+    """tokens with every occurrence of pair, left to right, made one token.
+
+    Example: merge_pair(["a", "a", "a", "b"], ("a", "a")) -> ["aa", "a", "b"]
+    """
+    merged, i = [], 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+            merged.append(tokens[i] + tokens[i + 1])
+            i += 2
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return merged
+
+
+def vocab_problem(vocab):
+    """What is wrong with a vocab.json's object, or None: ids must be 0..n-1 and the 256 byte
+    stand-ins must be tokens. Example: vocab_problem({"!": 0, '"': 2}) -> "has ids that are not 0..1"
+    """
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
+        return "maps a token to something other than a whole number"
+    if sorted(vocab.values()) != list(range(len(vocab))):
+        return f"has ids that are not 0..{len(vocab) - 1}"
+    missing = [char for _, char in byte_stand_ins() if char not in vocab]
+    if missing:
+        return f"lacks the byte token {missing[0]!r} ({len(missing)} of the 256 missing)"
+    return None
+
+
+def merge_problem(pair, vocab):
+    """What is wrong with one line of merges.txt, split at its spaces, or None.
+
+    Example: merge_problem(("Ġ", "t"), {"Ġ": 0, "t": 1, "Ġt": 2}) -> None
+    """
+    if len(pair) != 2 or not all(pair):
+        return f"is {' '.join(pair)!r}, not two tokens with one space between them"
+    unknown = [token for token in (*pair, pair[0] + pair[1]) if token not in vocab]
+    if unknown:
+        return f"merges {pair[0]!r} and {pair[1]!r}, but {unknown[0]!r} is not in vocab.json"
+    return None
