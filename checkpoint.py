@@ -84,18 +84,27 @@ MODEL_FILES = {"model.npz": "weights_sha256", "model.tok.json": "tokenizer_sha25
 RESUME_FILES = {"resume.npz": "resume_sha256"}  # and the one resume.json names
 
 
-def complete_interrupted_save(folder, record, named):
-    """Finish a save that a kill stopped between its renames. A save writes every file under a temporary name
-    first, then renames them, its record (model.json, resume.json: the file that names the others by sha256)
-    last; a record still waiting under its temporary name that names exactly the files now in place is the
-    rest of that save, so it is renamed too. Anything else is left as it is."""
+def current_record(folder, record, named):
+    """The path of folder's record (model.json, resume.json: the file that names the others by sha256) as its
+    last save left it. A save writes every file under a temporary name first, then renames them, its record
+    last; where a kill stopped it between those renames, the record still waiting under its temporary name
+    names exactly the files now in place, and is the one to read. Anything else: the record itself."""
     staged = temporary_name(folder / record)
     try:
         description = json.loads(staged.read_bytes())
         if all(sha256_of(folder / name) == description[key] for name, key in named.items()):
-            os.replace(staged, folder / record)
+            return staged
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no such record, or one that a kill cut short before any rename: the files in place stand
+    return folder / record
+
+
+def complete_interrupted_save(folder, record, named):
+    """Finish the renames of a save that a kill stopped (current_record): done by the next save to the folder,
+    which holds the run's lock, and never by a reader, which may be reading while a training saves."""
+    path = current_record(folder, record, named)
+    if path != folder / record:
+        os.replace(path, folder / record)
 
 
 def save_model(folder, params, cfg, tokenizer, meta):
@@ -153,12 +162,14 @@ def damaged(path, why):
 def check_files(folder):
     """The contents of model.json, once the three files of the model in folder are there and are the ones
     model.json was saved with; InputError naming the file that is missing or damaged."""
-    complete_interrupted_save(folder, "model.json", MODEL_FILES)
-    for name in ("model.json", *MODEL_FILES):
+    record = current_record(folder, "model.json", MODEL_FILES)
+    if not record.is_file():
+        raise InputError(f"no model in {folder}/ (model.json is missing); train one with `python train.py`, or "
+                         f"give a run's name with --checkpoint (python talk.py --list lists them)")
+    for name in MODEL_FILES:
         if not (folder / name).is_file():
-            raise InputError(f"no model in {folder}/ ({name} is missing); train one with `python train.py`, or "
-                             f"give a run's name with --checkpoint (python talk.py --list lists them)")
-    meta = read_json(folder / "model.json")
+            raise damaged(folder / name, "it is missing")
+    meta = read_json(record)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{folder}/model.json is not a numpy-gpt checkpoint; give a run's folder or name")
     if meta.get("version") != VERSION:
@@ -171,9 +182,18 @@ def check_files(folder):
     return meta
 
 
+def holds_model(folder):
+    """Whether folder holds a model to load: a run's (model.json) or a Hugging Face GPT-2's (config.json)."""
+    return (Path(folder) / "model.json").exists() or (Path(folder) / "config.json").exists()
+
+
 def load(folder):
-    """The checkpoint in folder, every file checked against the others."""
+    """The checkpoint in folder, every file checked against the others; a GPT-2 folder as gpt2.load reads it."""
     folder = Path(folder)
+    if (folder / "config.json").exists() and not (folder / "model.json").exists():
+        import gpt2  # here: it needs the gpt2 extra, which a model of the project's own does not
+        params, cfg, tokenizer = gpt2.load(folder)
+        return Checkpoint(params, cfg, tokenizer, {"gpt2": str(folder), "corpus": {"kind": "text"}}, folder)
     meta = check_files(folder)
     try:
         cfg = ModelConfig(**meta["model"])
@@ -181,10 +201,20 @@ def load(folder):
         raise damaged(folder / "model.json", f"it describes no valid model: {err}") from None
     arrays = read_npz(folder / "model.npz")
     check_weights(arrays, cfg, folder / "model.npz")
-    tokenizer = BPETokenizer.load(folder / "model.tok.json")
+    tokenizer = load_tokenizer(folder / "model.tok.json")
     if tokenizer.vocab_size != cfg.vocab_size:
         raise damaged(folder / "model.tok.json", f"it has {tokenizer.vocab_size} tokens, the model {cfg.vocab_size}")
     return Checkpoint(pack(arrays), cfg, tokenizer, meta, folder)
+
+
+def load_tokenizer(path):
+    """The tokenizer in a model.tok.json: the project's character-level BPE, or GPT-2's byte-level one of a
+    run fine-tuned from GPT-2 (told apart by the file's format)."""
+    data = read_json(path)
+    if isinstance(data, dict) and str(data.get("format")).endswith("gpt2-bpe"):
+        import gpt2
+        return gpt2.ByteLevelBPE.from_saved(data, path)
+    return BPETokenizer.load(path)
 
 
 def save_resume_state(folder, params, opt_state, progress):
@@ -201,14 +231,19 @@ def save_resume_state(folder, params, opt_state, progress):
     publish_staged([folder / "resume.npz", folder / "resume.json"])
 
 
+def read_progress(folder):
+    """What resume.json says of where training stood in folder (as its last save left it: current_record)."""
+    return read_json(current_record(Path(folder), "resume.json", RESUME_FILES))
+
+
 def load_resume_state(folder, cfg):
     """(params, optimizer state, progress) saved by save_resume_state; InputError if unusable."""
     folder = Path(folder)
-    complete_interrupted_save(folder, "resume.json", RESUME_FILES)
-    if not (folder / "resume.json").is_file() or not (folder / "resume.npz").is_file():
+    record = current_record(folder, "resume.json", RESUME_FILES)
+    if not record.is_file() or not (folder / "resume.npz").is_file():
         raise InputError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "
                          f"start a new run without --resume")
-    progress = read_json(folder / "resume.json")
+    progress = read_json(record)
     if not isinstance(progress, dict) or progress.get("format") != FORMAT + "-resume" \
             or progress.get("version") != VERSION:
         raise InputError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")

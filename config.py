@@ -52,6 +52,7 @@ adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # where models live: each run in runs/, the latest good model on top, read by talk.py
+init_from = ""  # a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) to fine-tune; "" = a new model
 processes = 1  # processes that share each batch, a slice of its rows each: 1 = this one alone (a breakpoint() in a backward stops here); 0 = one per core if the model is big enough
 
 # --- generation ---
@@ -114,7 +115,7 @@ def check(s):
         if not getattr(s, name) >= 0:
             raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
     rules = [
-        (s.seq_len <= s.context_len,
+        (s.init_from or s.seq_len <= s.context_len,  # a GPT-2 to start from has its own context_len (gpt2.py)
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
         (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
@@ -217,7 +218,7 @@ def run(main):
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
-        print("interrupted (Ctrl-C): stopped before anything was saved; every file is as it was", file=sys.stderr)
+        print("interrupted (Ctrl-C); nothing was left half-written", file=sys.stderr)
         raise SystemExit(130) from None
 
 

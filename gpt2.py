@@ -16,7 +16,6 @@ Needs the gpt2 extra (pip install -e ".[gpt2]"): safetensors to read the weights
 pattern's \\p{L} and \\p{N}. Nothing of torch or transformers.
 """
 
-import codecs
 import importlib
 import json
 import re
@@ -26,11 +25,13 @@ import numpy as np
 
 import transformer
 from errors import InputError
+from tokenizer import StreamDecoder
 
 FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
 DOWNLOAD = "hf download openai-community/gpt2 " + " ".join(FILES) + " --local-dir gpt2"
 REFETCH = f"download the folder again ({DOWNLOAD})"
 END_OF_TEXT = "<|endoftext|>"
+TOKENIZER_FORMAT = "numpy-gpt-gpt2-bpe"  # model.tok.json of a run fine-tuned from GPT-2
 
 
 def library(name):
@@ -63,6 +64,20 @@ def load(folder):
     tensors = read_tensors(folder / "model.safetensors")
     params = project_params(tensors, cfg, gpt2_config.get("tie_word_embeddings", True), folder / "model.safetensors")
     return params, cfg, tokenizer
+
+
+def check_settings(s, cfg, folder):
+    """Refuse, in one line, a model-shape setting that disagrees with the GPT-2 in folder: a fine-tuned
+    model has its shape. A setting left at config.py's value follows the model."""
+    import config  # here: the scripts' settings; gpt2.load itself needs none of them
+    shape = {"context_len": cfg.context_len, "emb_dim": cfg.emb_dim, "num_heads": cfg.num_heads,
+             "num_layers": cfg.num_layers, "ff_dim": cfg.ff_dim, "ln_eps": cfg.ln_eps}
+    for name, value in shape.items():
+        if getattr(s, name) not in (value, config.defaults()[name]):
+            raise InputError(f"--{name} {getattr(s, name)} disagrees with the GPT-2 in {folder}/ ({name} {value}): "
+                             f"a model fine-tuned from it keeps its shape; leave --{name} out")
+    if s.seq_len > cfg.context_len:
+        raise InputError(f"--seq_len {s.seq_len} is longer than the GPT-2 in {folder}/ reads ({cfg.context_len})")
 
 
 def read_json(path):
@@ -305,24 +320,20 @@ class ByteLevelBPE:
         """A StreamDecoder: the text of ids given one at a time, each character once it is whole."""
         return StreamDecoder(self)
 
+    def to_bytes(self):
+        """The tokenizer as a run's model.tok.json holds it (checkpoint.save_model): its vocabulary and merges."""
+        data = {"format": TOKENIZER_FORMAT, "version": 1, "vocab": self.vocab, "merges": [list(m) for m in self.merges]}
+        return json.dumps(data, ensure_ascii=True).encode("ascii")
 
-class StreamDecoder:
-    """Decode ids as they come: add(id) returns the characters completed so far, holding back the
-    first bytes of a character whose last bytes are in a later token; flush() ends the stream.
-
-    Example: "🤖" as GPT-2's two tokens of its four bytes: add(first) -> "", add(second) -> "🤖"
-    """
-
-    def __init__(self, tokenizer):
-        self._tokenizer = tokenizer
-        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def add(self, token_id):
-        return self._utf8.decode(self._tokenizer.token_bytes(token_id))
-
-    def flush(self):
-        """What is held back, as U+FFFD: the stream ended inside a character."""
-        return self._utf8.decode(b"", final=True)
+    @classmethod
+    def from_saved(cls, data, path):
+        """The tokenizer in the contents of a model.tok.json that to_bytes wrote, or InputError naming path."""
+        vocab, merges = data.get("vocab"), data.get("merges")
+        problem = vocab_problem(vocab) if isinstance(vocab, dict) else "holds no vocabulary"
+        if problem or not isinstance(merges, list) or not all(isinstance(m, list) and len(m) == 2 for m in merges):
+            raise InputError(f"{path} is damaged ({problem or 'its merges are not pairs'}): restore it from a copy, "
+                             f"or delete its run ({Path(path).parent}/) and train again")
+        return cls(vocab, merges)
 
 
 def merge_pair(tokens, pair):

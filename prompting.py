@@ -90,10 +90,10 @@ def sampling_parser(description):
 
 def trained_window(model):
     """The seq_len the checkpoint was trained with: the positions it learned (those past it only
-    ever saw weight decay). A checkpoint that does not record it gets the whole context_len."""
+    ever saw weight decay). A checkpoint that does not record it, or started from GPT-2, gets the whole context_len."""
     trained = model.meta.get("settings")
-    seq_len = trained.get("seq_len") if isinstance(trained, dict) else None
-    return seq_len if isinstance(seq_len, int) else model.cfg.context_len
+    seq_len = trained.get("seq_len") if isinstance(trained, dict) and not trained.get("init_from") else None
+    return seq_len if isinstance(seq_len, int) else model.cfg.context_len  # GPT-2 learned every position
 
 
 def parse_sampling(p, argv=None):
@@ -109,7 +109,8 @@ def load_for_sampling(args):
     folder and args.window filled in where it was left at 0."""
     home = config.defaults()["checkpoint"]
     folder = Path(home) if args.checkpoint == home else runs.find(args.checkpoint, home)
-    args.checkpoint = folder if (folder / "model.json").exists() else runs.default_run(folder)  # a home: its runs
+    home_of_runs = (folder / "runs").is_dir() or not checkpoint.holds_model(folder)
+    args.checkpoint = runs.default_run(folder) if home_of_runs else folder
     model = checkpoint.load(args.checkpoint)
     context_len = model.cfg.context_len
     args.window = args.window or trained_window(model)
@@ -121,12 +122,14 @@ def load_for_sampling(args):
 
 def describe(model):
     """One line about the model: its run, its size, and when, on what and how well it was trained."""
+    size = f"{sum(p.size for p in model.params.values()):,} parameters, {model.cfg.vocab_size:,} tokens"
+    if "gpt2" in model.meta:
+        return f"model {model.folder.name}: {size}; GPT-2's weights, read from {model.folder}/"
     try:
         meta, corpus = model.meta, model.meta["corpus"]
         best = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]  # the weights saved
         characters = characters_said(corpus["characters"], checkpoint.corpus_kind(meta))
-        return (f"model {model.folder.name}: {sum(p.size for p in model.params.values()):,} parameters, "
-                f"{model.cfg.vocab_size} tokens; trained {meta['trained_at']} on {corpus['path']} ({characters}, "
+        return (f"model {model.folder.name}: {size}; trained {meta['trained_at']} on {corpus['path']} ({characters}, "
                 f"{corpus['validation_characters']:,} held out); best validation loss {best['val_loss']:.3f} "
                 f"(step {best['step']:,})")
     except (KeyError, TypeError, ValueError) as err:
@@ -187,10 +190,10 @@ def print_continuation(tokenizer, prompt_ids, new_ids, kind):
     model of that kind (reply_end), or all of them where kind is None (--full); then one newline, also
     where Ctrl-C stops it (KeyboardInterrupt goes on to the caller)."""
     print(tokenizer.decode(prompt_ids), end="", flush=True)
-    written, shown = "", 0
+    written, shown, text_of = "", 0, tokenizer.decoder()  # whole characters only: GPT-2's tokens may cut one
     try:
         for token_id in new_ids:
-            written += tokenizer.decode([token_id])  # a merged token can hold text past the reply's end too
+            written += text_of.add(token_id)  # a merged token can hold text past the reply's end too
             ready, ended = printable(written, kind)
             print(written[shown:ready], end="", flush=True)
             shown = ready

@@ -119,6 +119,7 @@ class RunSummary:
     step: int  # the steps it has taken
     total_steps: int  # the steps it was to take; None where it never saved a resume state
     done: bool  # it took its last step, or stopped improving; a run still going, or interrupted, is not done
+    has_model: bool  # it saved a model (at its first validation)
     best_bpc: float  # bits per character of its best model on the held-out text; nan before its first validation
     damaged: str  # what is wrong with its model's files, "" where nothing is
 
@@ -128,11 +129,12 @@ class RunSummary:
 
 def summarize(folder):
     """The RunSummary of a run folder, its model's files checked (checkpoint.check_files)."""
-    checkpoint.complete_interrupted_save(folder, "resume.json", checkpoint.RESUME_FILES)
-    meta, progress = read_or_empty(folder / "model.json"), read_or_empty(folder / "resume.json")
+    record = checkpoint.current_record(folder, "model.json", checkpoint.MODEL_FILES)
+    meta = read_or_empty(record)
+    progress = read_or_empty(checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES))
     saved = max([path.stat().st_mtime for path in folder.iterdir() if path.is_file()] or [folder.stat().st_mtime])
     damaged = ""
-    if (folder / "model.json").exists():
+    if record.exists():
         try:
             checkpoint.check_files(folder)
         except InputError as err:
@@ -143,8 +145,9 @@ def summarize(folder):
     with contextlib.suppress(KeyError, TypeError, ValueError):
         best_bpc = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]["val_bpc"]
     step, total = progress.get("step", meta.get("steps", 0)), progress.get("total_steps")
-    done = progress.get("done", step == total) if progress else bool(meta)  # a model without a resume state is done
-    return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, total, done, best_bpc, damaged)
+    done = bool(progress) and progress.get("done", step == total)  # a run that saved no resume state yet is not done
+    return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, total, done, record.exists(),
+                      best_bpc, damaged)
 
 
 def read_or_empty(path):
@@ -164,7 +167,7 @@ def default_run(home):
     """The run talk.py and generate.py read without --checkpoint: the latest finished run of home, else the
     latest run with a whole model (a run still going, or interrupted), else the model in home itself (a
     checkpoint folder of its own). InputError where there is none."""
-    runs = [run for run in summarize_runs(home) if (run.folder / "model.json").exists() and not run.damaged]
+    runs = [run for run in summarize_runs(home) if run.has_model and not run.damaged]
     finished = [run for run in runs if run.done]
     if finished or runs:
         return (finished or runs)[0].folder
@@ -198,13 +201,13 @@ def run_to_resume(home, name=None):
     """The run folder `train.py --resume [NAME]` continues: the run named (or started) name, else the latest
     interrupted run of home. InputError where there is none, or the run is finished."""
     if name is None:
-        interrupted = [run for run in summarize_runs(home) if not run.done and (run.folder / "resume.json").is_file()]
+        interrupted = [run for run in summarize_runs(home) if not run.done and run.total_steps is not None]
         if not interrupted:
             raise InputError(f"no interrupted run in {home}/runs/ to resume (python talk.py --list lists the runs); "
                              f"start a new run without --resume")
         return interrupted[0].folder
     folder = find(name, home)
-    if not (folder / "resume.json").is_file():
+    if summarize(folder).total_steps is None:
         raise InputError(f"nothing to resume in {folder}/ (no resume.json): it saved no state to resume from; "
                          f"start a new run without --resume")
     if summarize(folder).done:

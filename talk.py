@@ -107,6 +107,7 @@ def run_command(session, line):
 def converse(session, interactive):
     """Read lines until the input ends or /quit; Ctrl-C anywhere returns to a fresh prompt."""
     while True:
+        line = None
         try:
             line = input("> " if interactive else "")
             if line.startswith("/"):
@@ -120,8 +121,8 @@ def converse(session, interactive):
             return
         except InputError as err:  # a prompt that cannot be continued; the session goes on
             warn(str(err))
-        except KeyboardInterrupt:
-            print("\n(interrupted; /quit or Ctrl-D leaves)", flush=True)
+        except KeyboardInterrupt:  # a continuation has ended its line already; a line being typed has not
+            print(f"{'' if line else chr(10)}(interrupted; /quit or Ctrl-D leaves)", flush=True)
 
 
 def main(argv=None):

@@ -13,6 +13,7 @@ Merging a pair rewrites a row left to right, so with pair (a, a) the row "aaa" b
 ["aa", "a"]. Training and encoding both follow this rule, which is why encoding a training
 row gives exactly the tokens training ended with for it.
 """
+import codecs
 import heapq
 import json
 import re
@@ -116,6 +117,14 @@ class BPETokenizer:
                                  f"whose ids run from 0 to {self.vocab_size - 1}")
         return "".join(self._pieces[i] for i in ids)
 
+    def token_bytes(self, token_id):
+        """The UTF-8 bytes of one token's text. Example: tokenizer trained on ["aaabdaaabac"], 6 -> b"aaab" """
+        return self._pieces[token_id].encode("utf-8")
+
+    def decoder(self):
+        """A StreamDecoder, as GPT-2's tokenizer has one: here every token is whole characters already."""
+        return StreamDecoder(self)
+
     def save(self, path):
         """Write the tokenizer as JSON, to a temporary file first, so an interrupted save
         never leaves a broken file at path."""
@@ -202,6 +211,25 @@ class BPETokenizer:
                     if new_rank is not None:
                         heapq.heappush(heap, (new_rank, left))
         return [token for token in tokens if token != -1]
+
+
+class StreamDecoder:
+    """Decode ids as they come: add(id) returns the characters completed so far, holding back the
+    first bytes of a character whose last bytes are in a later token; flush() ends the stream.
+
+    Example: "🤖" as GPT-2's two tokens of its four bytes: add(first) -> "", add(second) -> "🤖"
+    """
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def add(self, token_id):
+        return self._utf8.decode(self._tokenizer.token_bytes(token_id))
+
+    def flush(self):
+        """What is held back, as U+FFFD: the stream ended inside a character."""
+        return self._utf8.decode(b"", final=True)
 
 
 class _Rows:

@@ -25,6 +25,7 @@ import numpy as np
 
 import checkpoint
 import config
+import gpt2
 import prompting
 import runs
 from corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
@@ -33,9 +34,10 @@ from generate import Sampling, generate
 from optim import Adam, clip_grad_norm, lr_schedule
 from parallel import DataParallel, processes_for
 from tokenizer import BPETokenizer
-from transformer import ModelConfig, cross_entropy_forward, forward, init_params
+from transformer import ModelConfig, cross_entropy_forward, forward, init_params, loss_and_grads, pack
 
-EVAL_BATCH = 64  # validation windows per forward pass
+EVAL_BATCH = 64  # validation windows per forward pass, fewer where their logits would pass EVAL_LOGITS
+EVAL_LOGITS = 2 ** 24  # 64 MB of float32: two windows of 128 tokens of GPT-2
 SAMPLE_PROMPT = "The "
 
 
@@ -52,8 +54,8 @@ def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
     rows, tail = np.arange(len(rows_in)), full < len(targets)
     if 0 < max_tokens < len(targets):
         rows, tail = np.sort(np.random.default_rng(seed).permutation(len(rows))[:max(1, max_tokens // window)]), False
-    batches = [(rows_in[rows[at: at + EVAL_BATCH]], rows_out[rows[at: at + EVAL_BATCH]])
-               for at in range(0, len(rows), EVAL_BATCH)]
+    size = min(EVAL_BATCH, max(1, EVAL_LOGITS // (window * cfg.vocab_size)))
+    batches = [(rows_in[rows[at: at + size]], rows_out[rows[at: at + size]]) for at in range(0, len(rows), size)]
     if tail:
         batches.append((inputs[None, full:], targets[None, full:]))  # (1, what is left)
     total_nats, tokens, characters = 0.0, 0, 0
@@ -81,6 +83,20 @@ def epoch_order(seed, epoch, num_windows):  # -> (num_windows,): each epoch visi
     return np.random.default_rng([seed, epoch]).permutation(num_windows)
 
 
+def start_model(corpus, s):
+    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (gpt2.py; the model's shape is its
+    own), or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
+    if s.init_from:
+        params, cfg, tokenizer = gpt2.load(s.init_from)
+        gpt2.check_settings(s, cfg, s.init_from)
+        return pack(params, np.dtype(s.dtype)), cfg, tokenizer
+    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
+    print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
+          f"{tokenizer.vocab_size} tokens{'' if len(tokenizer.merges) == s.num_merges else ' (no pair is left twice)'}")
+    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+    return init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype)), cfg, tokenizer
+
+
 class Data(NamedTuple):
     tokenizer: BPETokenizer
     inputs: np.ndarray  # (num_windows, seq_len): the training windows
@@ -88,11 +104,8 @@ class Data(NamedTuple):
     val_stream: np.ndarray  # the held-out text's ids, scored whole at each validation
 
 
-def prepare_data(corpus, s):
-    """The tokenizer, learned from the whole corpus, and the training windows and held-out ids it makes."""
-    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
-    print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
-          f"{tokenizer.vocab_size} tokens{'' if len(tokenizer.merges) == s.num_merges else ' (no pair is left twice)'}")
+def prepare_data(corpus, tokenizer, s):
+    """The training windows and the held-out ids that the tokenizer makes of the corpus."""
     inputs, targets = make_windows(np.array(tokenizer.encode(corpus.train_text)), s.seq_len, s.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
@@ -115,9 +128,8 @@ def train(s, resume_from=None, name=None):
     path = corpus_file(s.corpus_path, config.defaults()["corpus_path"])
     corpus = read_corpus(path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     print(f"corpus: {corpus.described}, read from {path}")
-    tokenizer, inputs, targets, val_stream = data = prepare_data(corpus, s)
-    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
-    params = init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype))
+    params, cfg, tokenizer = start_model(corpus, s)
+    _, inputs, targets, val_stream = data = prepare_data(corpus, tokenizer, s)
     opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
     total_steps = s.max_steps or s.epochs * math.ceil(len(inputs) / s.batch_size)
     run = runs.start(s, corpus, cfg, total_steps, resume_from, name, params, opt)
@@ -143,10 +155,11 @@ def loop(run, params, opt, cfg, data, s):
     progress = runs.Progress(run.total_steps, run.step, s.batch_size * s.seq_len)
     processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)
     with DataParallel(processes) as parallel, runs.StopRequest().installed() as stop, np.errstate(all="ignore"):
+        grads_of = parallel.loss_and_grads if processes > 1 else loss_and_grads  # one: a traceback ends in yours
         while not run.done:
             epoch, index = divmod(run.step, steps_per_epoch)
             batch = epoch_order(s.seed, epoch, len(inputs))[index * s.batch_size: (index + 1) * s.batch_size]
-            loss, grads = parallel.loss_and_grads(params, inputs[batch], targets[batch], cfg)
+            loss, grads = grads_of(params, inputs[batch], targets[batch], cfg)
             norm = clip_grad_norm(grads, s.grad_clip)
             if not (math.isfinite(loss) and math.isfinite(norm)):
                 raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {run.step + 1}; training "
@@ -178,7 +191,7 @@ def loop(run, params, opt, cfg, data, s):
 def resume_settings(s, argv, name):
     """(the settings of the run being resumed, its folder); a setting given on the command line must agree."""
     folder = runs.run_to_resume(Path(s.checkpoint), name or None)
-    saved = checkpoint.read_json(folder / "resume.json")["settings"]
+    saved = checkpoint.read_progress(folder)["settings"]
     for setting in config.given(argv) - {"checkpoint", "resume"}:
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "

@@ -8,8 +8,9 @@ editing can be left out.
 
 1. Each `figure:name` | `value` row takes its value from docs/figures.json.
 2. Each citation `file.py:N-M` whose quoted code no longer stands at those lines moves to where
-   that code now stands (the nearest such place, if there are several). A citation whose code
-   was changed is left alone and listed, for a person to rewrite.
+   that code now stands (the nearest such place, if there are several), in the same file or, where
+   it moved to another of the project's modules, in that one. A citation whose code was changed is
+   left alone and listed, for a person to rewrite.
 Nothing here decides what is true: tests/test_docs.py still checks every citation and figure.
 """
 
@@ -55,6 +56,10 @@ def relocate(page_lines):
             if not quoted or holds(q in still_there for q in quoted):
                 continue
             starts = where_it_stands(file_lines, quoted, length, holds)
+            if not starts:  # moved to another of the project's modules (train.py's corpus reading to corpus.py)
+                path, starts = next(((other.name, found) for other in sorted(REPO.glob("*.py")) if other.name != path
+                                     for found in [where_it_stands(other.read_text(encoding="utf-8").splitlines(),
+                                                                   quoted, length, holds)] if found), (path, []))
             if not starts:
                 unplaced.append(f"line {number + 1}: {match[0]} (the quoted code changed)")
                 continue

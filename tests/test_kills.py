@@ -1,8 +1,10 @@
 """Kills for real: training is stopped with SIGKILL at many moments, inside saves too, and what is
-left must be whole. After every kill, talk.py loads a whole model, the one that was there before or
-one a run saved, never a mix; every earlier model is still in the home folder; and
-`train.py --resume` resumes, or says in one line why it cannot. Two trainings into one folder at
-once: the second refuses in one line, and a killed training leaves no lock behind.
+left must be whole. Each run writes into its own folder, HOME/runs/<name>/, and nothing else of HOME.
+After every kill: the killed run's folder holds a whole model (the earlier best, or the new one) or,
+before its first save, none; no model any run saved is lost; talk.py reads a whole model, the latest
+finished run's by default; and `train.py --resume` resumes the run it should, or says in one line why
+it cannot. A second training of a run that is being trained refuses in one line, a new run into the
+same home trains beside it, and a killed training leaves no lock behind.
 
 Most runs here are this process forked, running the script with runpy as `python script` would: a
 separate process that SIGKILL stops as it stops any other, without a second of imports at each of
@@ -14,11 +16,11 @@ import codecs
 import collections
 import contextlib
 import io
+import json
 import os
 import re
 import runpy
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,11 +36,17 @@ import checkpoint
 import train
 from test_train import tiny_settings, write_corpus
 
+with contextlib.suppress(ImportError):  # the losses plot, imported once here rather than in every forked run
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 # eval_interval 1 with max_steps: a run validates at every step, and saves each one that improves,
 # so a run is mostly saves, and most kills land in or near one.
 TINY = dict(emb_dim=8, num_heads=2, num_layers=1, ff_dim=16, context_len=8, seq_len=8, batch_size=8, num_merges=20,
             max_steps=6, eval_interval=1, max_new_tokens=5, warmup_steps=5)
+SAVE = ["model.npz", "model.tok.json", "model.json", "resume.npz", "resume.json", "losses.csv"]  # a best step's renames
 
 
 def train_args(corpus, home, **overrides):
@@ -53,7 +61,8 @@ class Script:
 
     real=False forks this process, which runs the script with runpy (its imports are done already);
     real=True starts a fresh interpreter. kill_after_rename=k: the forked child sends itself SIGKILL
-    right after its k-th os.replace, that is, at the k-th change a save makes to what is on disk.
+    right after its k-th os.replace, that is, at the k-th change a save makes to what is on disk, and
+    says on stderr which file that rename put in place.
     """
 
     def __init__(self, script, *args, stdin="", real=False, kill_after_rename=0):
@@ -159,13 +168,15 @@ def run_forked(argv, stdin, stdout_fd, stderr, kill_after_rename):
 
 
 def killing_after(count, replace):
-    """os.replace that does its rename, and at the count-th one sends this process SIGKILL."""
+    """os.replace that does its rename, and at the count-th one says which file it put in place
+    ("killed right after renaming model.npz") and sends this process SIGKILL."""
     done = []
 
     def replace_then_maybe_die(source, target):
         replace(source, target)
         done.append(target)
         if len(done) == count:
+            os.write(2, f"killed right after renaming {Path(target).name}\n".encode())
             os.kill(os.getpid(), signal.SIGKILL)
 
     return replace_then_maybe_die
@@ -188,164 +199,167 @@ def start():
 # --- what a kill may leave, and what it may not -----------------------------------------------
 
 def whole_models(home):
-    """{folder: model.json} of each whole model under home, on top and in each run's folder: one whose
-    model.npz and model.tok.json are the files its model.json was saved with (read by sha256, which is
-    how loading tells a mix; loading them all would take half a second here)."""
-    runs = home / "runs"
-    folders = [home, *sorted(path for path in runs.iterdir() if not path.name.startswith("."))] if runs.is_dir() \
-        else [home]
+    """{run name: model.json} of each run of home whose model is whole: its model.npz and model.tok.json are
+    the files its model.json was saved with (read by sha256, which is how loading tells a mix; loading
+    them all would take half a second here). The model.json is the one loading reads: where a kill cut a
+    save between its renames, the new one still under its temporary name (checkpoint.current_record)."""
     found = {}
-    for folder in folders:
+    for folder in sorted((home / "runs").iterdir()):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            meta = checkpoint.read_json(folder / "model.json")
+            record = checkpoint.current_record(folder, "model.json", checkpoint.MODEL_FILES)
+            meta = json.loads(record.read_text(encoding="utf-8"))
             if all(checkpoint.sha256_of(folder / name) == meta[key]
                    for name, key in (("model.npz", "weights_sha256"), ("model.tok.json", "tokenizer_sha256"))):
-                found[folder] = meta
+                found[folder.name] = meta
     return found
 
 
+def finished(folder):
+    """Whether a run's resume.json says it is done: it took its last step, or stopped improving."""
+    record = checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES)
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        return json.loads(record.read_text(encoding="utf-8"))["done"] is True
+    return False
+
+
+def resumable(folder):
+    """Whether a run can be resumed: it saved a resume state, and is not done."""
+    return checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES).is_file() and not finished(folder)
+
+
 class Home:
-    """A home folder with a model on top that no run of it holds, and the models seen there since."""
+    """A home folder with one finished run in it, and what the tests have seen there since: the runs in
+    the order they last wrote, and the best step of each run's whole model."""
 
-    def __init__(self, folder, old_meta):
-        self.folder, self.old_sha = folder, old_meta["weights_sha256"]
-        self.seen = {self.old_sha: old_meta}  # weights sha256 -> model.json, of each model talk.py was given
+    def __init__(self, folder, first_run, corpus, run_seconds):
+        self.folder, self.corpus, self.run_seconds = folder, corpus, run_seconds
+        self.order = [first_run]  # run names, the one that wrote last at the end
+        self.best_steps = {}  # run name -> best_step of the whole model it held when last looked at
 
-    def check(self, moment):
-        """Assert that talk.py's model is whole and one that was there before or that a run of this home
-        saved, and that every model talk.py was given before is still here; returns the model.
-        moment: which kill this follows, for the messages."""
-        model = checkpoint.load(self.folder)  # raises if no whole model is left
-        meta, folder = model.meta, model.folder
-        assert checkpoint.sha256_of(folder / "model.npz") == meta["weights_sha256"]
-        assert checkpoint.sha256_of(folder / "model.tok.json") == meta["tokenizer_sha256"]
-        assert folder == self.folder or folder.parent == self.folder / "runs", folder
-        assert meta["weights_sha256"] == self.old_sha or (self.folder / "runs" / meta["run"]).is_dir(), \
-            f"after {moment}: {folder}/ holds a model that no run of {self.folder}/ saved"
-        self.seen[meta["weights_sha256"]] = meta
+    def wrote(self, name):
+        self.order = [*(other for other in self.order if other != name), name]
+
+    def latest(self, which):
+        """The name of the run that wrote last among those for which which(its folder) holds, or None."""
+        return next((name for name in reversed(self.order) if which(self.folder / "runs" / name)), None)
+
+    def check(self, start, name, moment, real=False):
+        """After the run `name` was killed (or resumed): talk.py reads its model whole, or says in one line that
+        it saved none yet; talk.py without a run's name reads the latest finished run; nothing but runs/ is
+        in the home; and every run that held a whole model holds one still, the same or a later best of its
+        own. moment: what this follows, for the messages."""
+        run = self.folder / "runs" / name
+        read, out, err = start("talk.py", "--checkpoint", run, stdin="/quit\n", real=real).finish(timeout=30)
+        assert "Traceback" not in err, err
+        if read != 0:
+            assert read == 2 and err.startswith(f"error: no model in {run}/") and err.count("\n") == 1, \
+                f"after {moment}: talk.py on the run {name}: {read}\n{out}{err}"
+            assert name not in self.best_steps, f"after {moment}: the run {name} had a whole model, now none"
+        else:
+            assert out.startswith(f"model {name}: "), (moment, out)
+        default = self.latest(finished)
+        status, out, err = start("talk.py", "--checkpoint", self.folder, stdin="/quit\n").finish(timeout=30)
+        assert status == 0 and out.startswith(f"model {default}: "), \
+            f"after {moment}: talk.py should read the latest finished run, {default}:\n{out}{err}"
+        assert [path.name for path in self.folder.iterdir()] == ["runs"], \
+            f"after {moment}: training wrote outside runs/"
         whole = whole_models(self.folder)
-        held = {saved["weights_sha256"] for saved in whole.values()}
-        for sha, earlier in self.seen.items():
-            assert sha in held or later_best_of_its_run(whole, self.folder, earlier), \
-                (f"after {moment}: the model {sha[:12]} (run {earlier['run']}, step {earlier['best_step']}) is lost; "
-                 f"whole models left (folder, run, best step): "
-                 f"{[(str(f.relative_to(self.folder)), m['run'], m['best_step']) for f, m in whole.items()]}")
-        return model
-
-
-def later_best_of_its_run(whole, home, meta):
-    """Whether the model's run folder holds, whole, a later best of that run, which replaces it."""
-    kept = whole.get(home / "runs" / meta["run"])
-    return kept is not None and kept["run"] == meta["run"] and kept["best_step"] > meta["best_step"]
-
-
-def staged_files(home):
-    """{path: modification time} of the temporary files (and earlier-model staging folders) under home."""
-    return {path: path.stat().st_mtime_ns for path in home.rglob(".*.tmp")}
+        for earlier, best_step in self.best_steps.items():
+            assert earlier in whole and whole[earlier]["best_step"] >= best_step, \
+                (f"after {moment}: the model of the run {earlier} (best step {best_step}) is lost; "
+                 f"whole models left (run, best step): {[(run, meta['best_step']) for run, meta in whole.items()]}")
+        assert all(meta["run"] == run for run, meta in whole.items()), f"after {moment}: a run holds another's model"
+        assert read != 0 or name in whole, f"after {moment}: talk.py read a model of {name} that is not whole"
+        self.best_steps.update({run: meta["best_step"] for run, meta in whole.items()})
 
 
 @pytest.fixture
-def home_with_old_model(tmp_path):
-    """(a Home with an old model on top that no run of it holds, the corpus, seconds a whole run takes)."""
+def home(tmp_path):
+    """A Home with one finished run, which talk.py reads until another run finishes."""
     corpus = write_corpus(tmp_path / "corpus.csv")
-    started = time.perf_counter()
-    train.train(tiny_settings(tmp_path / "elsewhere", corpus, seed=1, **TINY))
-    run_seconds = time.perf_counter() - started
     folder = tmp_path / "home"
-    folder.mkdir()
-    for name in checkpoint.MODEL_FILES:  # copied in, as a model trained elsewhere: no run of this home holds it
-        shutil.copy(tmp_path / "elsewhere" / name, folder / name)
-    return Home(folder, checkpoint.load(folder).meta), corpus, run_seconds
+    started = time.perf_counter()
+    first = train.train(tiny_settings(folder, corpus, seed=1, **TINY))
+    return Home(folder, first.name, corpus, time.perf_counter() - started)
 
 
-def check_talk(start, home, real=False):
-    """talk.py loads the model and leaves at /quit, exit status 0."""
-    status, out, err = start("talk.py", "--checkpoint", home, stdin="/quit\n", real=real).finish(timeout=30)
-    assert status == 0 and out.startswith("model:"), (status, out, err)
+def started_run(script):
+    """The name of the run a train.py script writes, once it says so ("... writing to HOME/runs/NAME/")."""
+    return re.search(r"writing to .*/runs/([^/]+)/$", script.read_line("model:"))[1]
 
 
-def check_resume(start, home, real=False):
-    """`train.py --resume` resumes the latest run to its end, or refuses in one line; what it did, in a few words."""
-    resume = start("train.py", "--resume", "--checkpoint", home, real=real)
-    status, out, err = resume.finish(timeout=60)
+def check_resume(start, home, name=None, real=False):
+    """`train.py --resume [name]` resumes the run it should to its end (name, else the latest interrupted
+    run), or, where there is none, refuses in one line; what it did, in a few words."""
+    expected = home.latest(resumable) if name is None else name if resumable(home.folder / "runs" / name) else None
+    resume = start("train.py", "--resume", *([name] if name else []), "--checkpoint", home.folder, real=real)
+    status, out, err = resume.finish(timeout=90)
     assert "Traceback" not in err, err
-    if status == 0:
-        assert "resuming the run in" in out, out
-        return "resumed"
-    lines = err.strip().splitlines()
-    assert status == 2 and len(lines) == 1, (status, out, err)
-    return re.sub(r"/\S*", "...", lines[0])[:60]
+    if expected is None:
+        lines = err.strip().splitlines()
+        assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), (name, status, out, err)
+        return "refused: " + re.sub(r"/\S*", "...", lines[0])[7:60]
+    assert status == 0 and f"resuming the run {expected} at step " in out, (expected, status, out, err)
+    assert finished(home.folder / "runs" / expected), f"--resume did not finish the run {expected}"
+    home.wrote(expected)
+    home.check(start, expected, f"the --resume of {expected}", real=real)
+    return "resumed"
 
 
-def landed(status, staged_before, staged_after, run_folder):
-    """Where in its run a kill landed, as far as the files say."""
+def landed(status, folder):
+    """Where in its run a kill landed, as far as the run's folder says."""
     if status == 0:
         return "after the run ended"
-    if any(staged_before.get(path) != changed for path, changed in staged_after.items()):
-        return "inside a save"  # it left a temporary file that was not there before, or wrote one
-    if not (run_folder / "model.json").exists():
+    if any(folder.glob(".*.tmp")):
+        return "inside a save"  # it left a file it had not yet renamed
+    if not (folder / "model.json").exists():
         return "before its first save"
     return "between saves"
 
 
-def what_talk_reads(model, home, run_folder):
-    """Which model talk.py was given after a kill, in a few words."""
-    if model.folder != home.folder:
-        return "a run's model: the top was not whole"
-    if model.meta["weights_sha256"] == home.old_sha:
-        return "the old model"
-    return "the killed run's model" if model.meta["run"] == run_folder.name else "an earlier run's model"
-
-
 # --- the tests --------------------------------------------------------------------------------
 
-def test_kills_at_any_moment_leave_a_whole_model_and_every_earlier_one(home_with_old_model, start):
-    home, corpus, run_seconds = home_with_old_model
+def test_kills_at_any_moment_lose_no_model(home, start):
     kills = 16
     rng = np.random.default_rng(14)
     # from the moment training starts to past a whole run's end (run_seconds counts reading the corpus too)
-    moments = rng.permutation(np.linspace(0, 0.95, kills) + rng.uniform(0, 0.05, kills)) * run_seconds
-    where, reads, resumes = collections.Counter(), collections.Counter(), collections.Counter()
+    moments = rng.permutation(np.linspace(0, 0.95, kills) + rng.uniform(0, 0.05, kills)) * home.run_seconds
+    where, resumes = collections.Counter(), collections.Counter()
     for kill, moment in enumerate(moments):
         real = kill == 3  # this kill is followed by a --resume too: each script once as a person starts it
-        staged_before = staged_files(home.folder)
-        run = start("train.py", *train_args(corpus, home.folder, seed=100 + kill), real=real)
-        run_folder = Path(re.search(r"writing to (.*)/$", run.read_line("model:"))[1])
+        run = start("train.py", *train_args(home.corpus, home.folder, seed=100 + kill), real=real)
+        name = started_run(run)
         time.sleep(moment)
         run.kill()
         status, _, err = run.finish()
         assert status in (0, -signal.SIGKILL) and "Traceback" not in err, (status, err)
-        where_it_landed = landed(status, staged_before, staged_files(home.folder), run_folder)
-        where[where_it_landed] += 1
-        moment_said = f"kill {kill} ({where_it_landed}, {moment:.2f} s after 'model:')"
-        reads[what_talk_reads(home.check(moment_said), home, run_folder)] += 1
-        check_talk(start, home.folder, real=real)
-        if kill % 4 == 3:
-            resumes[check_resume(start, home.folder, real=real)] += 1
-            home.check(f"the --resume after {moment_said}")
-            check_talk(start, home.folder)
-    print(f"\n{kills} kills at random moments, {run_seconds:.1f} s a whole run: landed {dict(where)}; "
-          f"then talk.py read {dict(reads)}; --resume: {dict(resumes)}")
+        home.wrote(name)
+        where[landed(status, home.folder / "runs" / name)] += 1
+        home.check(start, name, f"kill {kill} ({moment:.2f} s after 'model:')", real=real)
+        if kill % 4 == 3:  # the latest interrupted run, or the killed one by its name
+            resumes[check_resume(start, home, name=None if kill == 3 else name, real=real)] += 1
+    print(f"\n{kills} kills at random moments, {home.run_seconds:.1f} s a whole run: landed {dict(where)}; "
+          f"--resume: {dict(resumes)}")
 
 
-def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home_with_old_model, start):
+def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home, start):
     """A kill at each change a save makes on disk, in turn: the k-th run is killed right after its k-th
-    rename, between the renames of one save too, into the same home, one run after another."""
-    home, corpus, _ = home_with_old_model
-    renames = 20  # a run's first two steps of saves: model in its folder, the earlier model, top, resume, losses
-    top, resumes = collections.Counter(), collections.Counter()
-    for k in range(1, renames + 1):
-        run = start("train.py", *train_args(corpus, home.folder, seed=200 + k), kill_after_rename=k)
+    rename, through the saves of its first two steps, the second over the first's model."""
+    per_step = SAVE + (["losses.png"] if "matplotlib" in sys.modules else [])
+    renamed, resumes = [], collections.Counter()
+    for k in range(1, 2 * len(per_step) + 1):
+        run = start("train.py", *train_args(home.corpus, home.folder, seed=200), kill_after_rename=k)
+        name = started_run(run)
         status, _, err = run.finish()
         assert status == -signal.SIGKILL, (k, status, err)
-        model = home.check(f"the kill right after rename {k}")
-        top["top" if model.folder == home.folder else "a run: the top was not whole"] += 1
-        check_talk(start, home.folder)
-        if k % 5 == 0:
-            resumes[check_resume(start, home.folder)] += 1
-            home.check(f"the --resume after the kill right after rename {k}")
-    print(f"\nkilled right after each of the first {renames} renames: talk.py read {dict(top)}; "
-          f"--resume: {dict(resumes)}")
+        renamed.append(re.search(r"killed right after renaming (\S+)", err)[1])
+        home.wrote(name)
+        home.check(start, name, f"the kill right after rename {k} ({renamed[-1]})")
+        if k % 4 == 0:
+            resumes[check_resume(start, home)] += 1
+    # each step is a best, saved with model.json after the files it names, and resume.json after resume.npz
+    assert renamed == per_step * 2, renamed
+    print(f"\nkilled right after each of the first {len(renamed)} renames; --resume: {dict(resumes)}")
 
 
 def children_of(pid):
@@ -366,24 +380,30 @@ def running(pid):
         return False
 
 
-def test_a_second_training_refuses_in_one_line_and_a_killed_one_leaves_no_lock(tmp_path, start):
+def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_no_lock(tmp_path, start):
     corpus, home = write_corpus(tmp_path / "corpus.csv"), tmp_path / "home"
-    first = start("train.py", *train_args(corpus, home, seed=1, max_steps=10 ** 6, eval_interval=50, processes=2))
-    first.read_line("step ")  # 50 steps done: its worker process has started too
+    first = start("train.py", *train_args(corpus, home, seed=1, max_steps=10 ** 6, eval_interval=50, processes=2),
+                  "--name", "held")
+    first.read_line("step     50:")  # its first validation: a state to resume is saved, and its worker has started
     helpers = children_of(first.pid)
     assert helpers, "a run on 2 processes starts a worker"
-    second = start("train.py", *train_args(corpus, home, seed=2), real=True)
+    second = start("train.py", "--resume", "held", "--checkpoint", home, real=True)
     status, _, err = second.finish()
-    assert status == 2 and len(err.strip().splitlines()) == 1, (status, err)
-    assert f"another training (process {first.pid}) is writing to {home}/" in err
+    assert status == 2 and err == (f"error: another training is writing to {home}/runs/held/; wait for it to "
+                                   f"finish, or start a new run\n"), (status, err)
+    beside = start("train.py", *train_args(corpus, home, seed=2, max_steps=3), "--name", "beside")
+    status, out, err = beside.finish()
+    assert status == 0 and f"Its model is in {home}/runs/beside/" in out, (status, out, err)  # a new run trains
+    first.read_line("step    100:")  # and the first went on, undisturbed
     first.kill()
     assert first.finish()[0] == -signal.SIGKILL
     deadline = time.monotonic() + 20
     while any(map(running, helpers)) and time.monotonic() < deadline:  # they read the end of their pipe, and stop
         time.sleep(0.05)
     assert not any(map(running, helpers)), f"the killed training's helpers {helpers} still run"
-    third = start("train.py", *train_args(corpus, home, seed=3, max_steps=10 ** 6))
-    third.read_line("model:")  # past the lock: it holds it now
-    assert (home / ".lock").read_text() == str(third.pid)
-    third.kill()
-    third.finish()
+    again = start("train.py", "--resume", "held", "--checkpoint", home)
+    again.read_line("resuming the run held at step ")
+    again.read_line("step ")  # a validation: it is past the lock and trains
+    again.kill()
+    again.finish()
+    assert sorted(path.name for path in home.iterdir()) == ["runs"]

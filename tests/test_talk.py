@@ -1,5 +1,5 @@
 """Tests of talk.py, run as a person would run it: a subprocess with its input piped, on the tiny
-checkpoint that conftest trains once."""
+checkpoint that conftest trains once, and on a home folder of runs as train.py leaves them."""
 
 import io
 import json
@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 import checkpoint
+import generate
+import prompting
 import talk
 from conftest import greedy_text, tiny_corpus_rows
-from generate import heal_prompt
 
 REPO = Path(__file__).resolve().parent.parent
 BANNER_LINES = 2  # the line about the model and the hint
@@ -43,22 +44,13 @@ def test_the_banner_describes_the_model(tiny_checkpoint):
     model = checkpoint.load(tiny_checkpoint)
     best = min(model.meta["history"], key=lambda entry: entry["val_loss"])
     characters = len("\n".join(tiny_corpus_rows()) + "\n")  # the rows of corpus.csv, 8,850 characters
-    assert about.startswith(f"model: {sum(p.size for p in model.params.values()):,} parameters, "
-                            f"{model.cfg.vocab_size} tokens; trained {model.meta['trained_at']} on ")
+    assert about.startswith(f"model {tiny_checkpoint.name}: {sum(p.size for p in model.params.values()):,} "
+                            f"parameters, {model.cfg.vocab_size} tokens; trained {model.meta['trained_at']} on ")
     assert about.endswith(f"corpus.csv ({characters:,} characters with each row's newline, "
                           f"{model.meta['corpus']['validation_characters']} held out); "
                           f"best validation loss {best['val_loss']:.3f} (step {best['step']:,})")
     assert "up to the end of its row;" in hint and "/help" in hint and "/quit" in hint
     assert result.returncode == 0 and result.stderr == ""  # end of input: a clean exit
-
-
-def test_the_banner_says_which_run_a_model_came_from_when_the_top_is_broken(tiny_checkpoint, tmp_path):
-    home = tmp_path / "checkpoints"
-    shutil.copytree(tiny_checkpoint.parent.parent, home)  # the fixture gives its run, in home/runs/
-    truncate_weights(home)
-    about = run_talk(home, "").stdout.splitlines()[0]
-    assert about.endswith(f"; read from {home}/runs/{tiny_checkpoint.name}/, as {home}/ holds no whole model on top")
-    assert "read from" not in run_talk(tiny_checkpoint.parent.parent, "").stdout  # a whole top says nothing
 
 
 def greedy_row(folder, prompt, max_new_tokens):
@@ -128,9 +120,25 @@ def test_the_window_is_the_trained_seq_len_unless_given(tiny_checkpoint, tmp_pat
 
 def test_help_names_every_command(tiny_checkpoint):
     help_text = "\n".join(replies(run_talk(tiny_checkpoint, "/help\n")))
-    for command in ("/temp X", "/topk N", "/topp P", "/len N", "/seed N", "/settings", "/help", "/quit", "Ctrl-C"):
+    for command in ("/temp X", "/topk N", "/topp P", "/len N", "/seed N", "/settings", "/models", "/help", "/quit",
+                    "Ctrl-C", "--full", "--exact", "--strict"):
         assert command in help_text
     assert "newline" in help_text  # it says where a continuation stops
+    assert "drawn again as tokens that start with the same text" in help_text  # and what healing does
+
+
+def test_exact_continues_the_prompts_tokens_as_they_are(tiny_checkpoint):
+    """'the cat' is 'the c', 'at' here: healed, 'at' is drawn again and the model goes on with the row it
+    learned ('the cat sat on ...'); with --exact it continues after 'at', where it ends the row at once."""
+    model = checkpoint.load(tiny_checkpoint)
+    ids = model.tokenizer.encode("the cat")
+    greedy = generate.Sampling(0, 0, 1.0)
+    new_ids = generate.generate(model.params, model.cfg, ids, 30, 8, greedy, np.random.default_rng(0))
+    exact_row = model.tokenizer.decode(ids + list(new_ids)).partition("\n")[0]
+    healed_row = greedy_row(tiny_checkpoint, "the cat", 30)
+    assert exact_row != healed_row  # so that the two tell healing from none
+    assert replies(run_talk(tiny_checkpoint, "/temp 0\n/len 30\nthe cat\n", "--exact"))[2:] == [exact_row]
+    assert replies(run_talk(tiny_checkpoint, "/temp 0\n/len 30\nthe cat\n"))[2:] == [healed_row]
 
 
 def test_unknown_characters_are_left_out_with_a_warning(tiny_checkpoint):
@@ -200,23 +208,30 @@ def test_a_reply_of_a_model_of_a_play_is_the_rest_of_its_speech(tiny_play_checkp
     assert "a blank line" in "\n".join(replies(run_talk(tiny_play_checkpoint, "/help\n")))
 
 
-# --- runs by name, and the list of them ---------------------------------------------------------
+# --- runs by name, the run read by default, and the list of them ---------------------------------
+
+MODEL_FILES = ("model.json", "model.npz", "model.tok.json")
+SAVED = ["broken", "halfway", "shakespeare", "interrupted", "shakespeare-sonnets", "20261201-0230-corpus"]
+
 
 @pytest.fixture
 def home_of_runs(tiny_checkpoint, tiny_play_checkpoint, tmp_path):
-    """A folder holding checkpoints/ as train.py leaves it: runs named shakespeare, shakespeare-sonnets
-    and 20261201-0230-corpus (the play's model, the last saved, on top), and one interrupted before its
-    first validation; returns the folder, from which talk.py finds the runs by name."""
+    """A folder holding checkpoints/ as train.py leaves it, its runs saved an hour apart in the order of SAVED,
+    the first the last saved: broken (finished, its weights cut short since), halfway (a model of the rows
+    saved at a validation, interrupted after it), shakespeare (the play's, finished), interrupted (before its
+    first validation: no model), shakespeare-sonnets and 20261201-0230-corpus (the rows', finished). Returns
+    the folder, from which talk.py finds the runs by name; what it reads by default is shakespeare."""
     runs = tmp_path / "checkpoints" / "runs"
     for name, source in (("20261201-0230-corpus", tiny_checkpoint), ("shakespeare-sonnets", tiny_checkpoint),
-                         ("shakespeare", tiny_play_checkpoint)):
+                         ("shakespeare", tiny_play_checkpoint), ("halfway", tiny_checkpoint),
+                         ("broken", tiny_checkpoint)):
         shutil.copytree(source, runs / name)
-    for name in checkpoint.MODEL_FILES:
-        shutil.copy(runs / "shakespeare" / name, tmp_path / "checkpoints" / name)
+    edit_json(runs / "halfway" / "resume.json", lambda progress: progress.update(done=False, step=200))
+    truncate_weights(runs / "broken")
     (runs / "interrupted").mkdir()
     (runs / "interrupted" / "resume.json").write_text(json.dumps(
-        {"step": 40, "total_steps": 2200, "settings": {"corpus_path": "data/poems.txt"}}))
-    for age, name in enumerate(["shakespeare", "interrupted", "shakespeare-sonnets", "20261201-0230-corpus"]):
+        {"step": 40, "total_steps": 2200, "done": False, "settings": {"corpus_path": "data/poems.txt"}}))
+    for age, name in enumerate(SAVED):
         for file in (runs / name).iterdir():  # an hour apart, the first named the last saved
             os.utime(file, (1_800_000_000 - 3600 * age,) * 2)
     return tmp_path
@@ -237,15 +252,66 @@ def test_a_run_by_its_name_or_the_start_of_it(home_of_runs, name, run):
     folder = home_of_runs / "checkpoints" / "runs" / run
     assert result.returncode == 0, result.stderr
     about = result.stdout.splitlines()[0]
-    assert about.startswith("model: ") and "read from" not in about  # the run named, not a fall-back
-    assert about.endswith(describe_line(folder))
+    assert about.startswith(f"model {run}: ") and about.endswith(describe_line(folder))
     assert result.stdout.splitlines()[-1] == run_talk(folder, "/temp 0\nthe cat sat\n").stdout.splitlines()[-1]
 
 
 def describe_line(folder):
     """The end of the banner's first line for the model in folder: what tells two models apart."""
-    model = checkpoint.load(folder)
-    return talk.describe(model, folder).rsplit(";", 1)[1]
+    return prompting.describe(checkpoint.load(folder)).rsplit(";", 1)[1]
+
+
+@pytest.mark.parametrize("removed, read", [
+    ([], "shakespeare"),  # the latest finished run: not the broken one saved since, nor the unfinished halfway
+    (["shakespeare", "shakespeare-sonnets", "20261201-0230-corpus"], "halfway"),  # none finished: the latest whole
+    (["shakespeare", "shakespeare-sonnets", "20261201-0230-corpus", "halfway"], None),  # no whole model at all
+], ids=["latest-finished", "latest-whole", "none"])
+def test_without_a_name_talk_reads_the_latest_finished_run(home_of_runs, removed, read):
+    for name in removed:
+        shutil.rmtree(home_of_runs / "checkpoints" / "runs" / name)
+    result = run_talk_in(home_of_runs, "/temp 0\nthe cat sat\n")
+    if read is None:
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == "error: no model in checkpoints/ yet: train one with `python train.py`\n"
+        return
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"model {read}: ")
+    named = run_talk_in(home_of_runs, "/temp 0\nthe cat sat\n", "--checkpoint", read)
+    assert result.stdout == named.stdout  # the same model, the same reply
+    home = run_talk_in(home_of_runs, "/temp 0\nthe cat sat\n", "--checkpoint", "checkpoints")
+    assert home.stdout == named.stdout  # --checkpoint naming the home reads its default run too
+
+
+def test_a_damaged_run_is_named_damaged_when_read(home_of_runs):
+    broken = home_of_runs / "checkpoints" / "runs" / "broken"
+    result = run_talk_in(home_of_runs, "the cat\n", "--checkpoint", "broken")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"error: {broken.relative_to(home_of_runs)}/model.npz is damaged (it is not the file "
+                             f"model.json was saved with: a partial copy, an edit, or files from two runs mixed): "
+                             f"restore it from a copy, or delete its run ({broken.relative_to(home_of_runs)}/) and "
+                             f"train again\n")
+
+
+def test_the_old_model_of_a_plain_checkpoint_folder_still_loads(tiny_checkpoint, tmp_path):
+    """A checkpoints/ of before run folders: the model's three files in it, no runs/."""
+    (tmp_path / "checkpoints").mkdir()
+    for name in MODEL_FILES:
+        shutil.copy(tiny_checkpoint / name, tmp_path / "checkpoints" / name)
+    result = run_talk_in(tmp_path, "/temp 0\nthe cat sat\n")
+    assert result.returncode == 0, result.stderr
+    about = result.stdout.splitlines()[0]
+    assert about.startswith("model checkpoints: ") and about.endswith(describe_line(tiny_checkpoint))
+    assert result.stdout.splitlines()[-1] == run_talk(tiny_checkpoint, "/temp 0\nthe cat sat\n").stdout.splitlines()[-1]
+
+
+def test_an_old_model_on_top_of_a_home_gives_way_to_its_latest_finished_run(home_of_runs, tiny_checkpoint):
+    """A checkpoints/ of before, with runs/ and a copy of a model on top of it, trained into since: its runs
+    are what it holds now, and talk.py reads the latest finished one, not the copy."""
+    for name in MODEL_FILES:
+        shutil.copy(tiny_checkpoint / name, home_of_runs / "checkpoints" / name)
+    result = run_talk_in(home_of_runs, "")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("model shakespeare: "), result.stdout
 
 
 @pytest.mark.parametrize("name, message", [
@@ -262,28 +328,36 @@ def test_a_name_that_names_no_run_or_two_is_one_line(home_of_runs, name, message
         assert result.stderr == f"error: {message}\n"
 
 
-def test_list_shows_every_run_the_last_saved_first_and_which_is_on_top(home_of_runs):
+def test_list_shows_every_run_the_last_saved_first_its_state_and_the_default(home_of_runs):
     result = run_talk_in(home_of_runs, "", "--list")
     assert result.returncode == 0, result.stderr
-    heading, columns, *rows = result.stdout.splitlines()
-    assert heading == ("runs in checkpoints/runs/, the last saved first (* is on top of checkpoints/: "
-                       "what talk.py reads without --checkpoint)")
-    assert columns.split() == ["name", "saved", "(UTC)", "corpus", "steps", "best", "bits/char"]
-    cells = [row.split() for row in rows]
-    assert [row[0] for row in cells] == ["*", "interrupted", "shakespeare-sonnets", "20261201-0230-corpus"]
-    assert cells[0][1] == "shakespeare" and len(rows) == 4  # on top: the play's model, the one copied there
-    play, rows_model = checkpoint.load(home_of_runs / "checkpoints"), checkpoint.load(tiny_checkpoint_of(home_of_runs))
-    assert cells[0][2:] == ["2027-01-15", "08:00", "play.txt", f"{play.meta['steps']:,}/{play.meta['steps']:,}",
-                            f"{bpc(play):.3f}"]
-    assert cells[1][1:] == ["2027-01-15", "07:00", "poems.txt", "40/2,200", "not", "yet"]
-    assert cells[3][3:] == ["corpus.csv", f"{rows_model.meta['steps']:,}/{rows_model.meta['steps']:,}",
-                            f"{bpc(rows_model):.3f}"]
+    heading, columns, *rows, damaged = result.stdout.splitlines()
+    assert heading == ("runs in checkpoints/runs/, the last saved first (* is what talk.py reads without "
+                       "--checkpoint: the latest finished run)")
+    assert columns.split() == ["name", "saved", "(UTC)", "corpus", "steps", "state", "best", "bits/char"]
+    runs = home_of_runs / "checkpoints" / "runs"
+    play, rows_model = checkpoint.load(runs / "shakespeare"), checkpoint.load(runs / "20261201-0230-corpus")
+    play_steps, rows_steps = steps_of(runs / "shakespeare"), steps_of(runs / "20261201-0230-corpus")
+    assert [row.split() for row in rows] == [
+        ["broken", "2027-01-15", "08:00", "corpus.csv", rows_steps, "DAMAGED", f"{bpc(rows_model):.3f}"],
+        ["halfway", "2027-01-15", "07:00", "corpus.csv", f"200/{rows_steps.split('/')[1]}", "interrupted",
+         f"{bpc(rows_model):.3f}"],
+        ["*", "shakespeare", "2027-01-15", "06:00", "play.txt", play_steps, "finished", f"{bpc(play):.3f}"],
+        ["interrupted", "2027-01-15", "05:00", "poems.txt", "40/2,200", "interrupted", "not", "yet"],
+        ["shakespeare-sonnets", "2027-01-15", "04:00", "corpus.csv", rows_steps, "finished", f"{bpc(rows_model):.3f}"],
+        ["20261201-0230-corpus", "2027-01-15", "03:00", "corpus.csv", rows_steps, "finished", f"{bpc(rows_model):.3f}"],
+    ]
+    assert damaged == ("broken is damaged: checkpoints/runs/broken/model.npz is damaged (it is not the file model.json "
+                       "was saved with: a partial copy, an edit, or files from two runs mixed): restore it from a "
+                       "copy, or delete its run (checkpoints/runs/broken/) and train again")
     inside = replies(run_talk_in(home_of_runs, "/models\n", "--checkpoint", "shakespeare"))
     assert inside == result.stdout.splitlines()  # /models lists the same runs, from within a conversation
 
 
-def tiny_checkpoint_of(home):
-    return home / "checkpoints" / "runs" / "20261201-0230-corpus"
+def steps_of(run):
+    """A finished run's steps as the listing shows them: "375/375"."""
+    progress = json.loads((run / "resume.json").read_text())
+    return f"{progress['step']:,}/{progress['total_steps']:,}"
 
 
 def bpc(model):
@@ -305,35 +379,49 @@ def truncate_weights(folder):
     (folder / "model.npz").write_bytes(data[: len(data) // 2])
 
 
+def edit_json(path, change):
+    """Rewrite the JSON file at path as change, called with its contents, leaves them."""
+    contents = json.loads(path.read_text())
+    change(contents)
+    path.write_text(json.dumps(contents))
+
+
 def edit_description(change):
-    def edit(folder):
-        meta = json.loads((folder / "model.json").read_text())
-        change(meta)
-        (folder / "model.json").write_text(json.dumps(meta))
-    return edit
+    return lambda folder: edit_json(folder / "model.json", change)
 
 
-@pytest.mark.parametrize("damage", [
-    lambda folder: shutil.rmtree(folder),  # no checkpoint at all
-    lambda folder: (folder / "model.tok.json").unlink(),
-    truncate_weights,
-    lambda folder: (folder / "model.json").write_text('{"format": "numpy-gpt-checkpoint", "vers'),
-    edit_description(lambda meta: meta.update(format="another-project")),  # foreign
-    edit_description(lambda meta: meta["model"].update(emb_dim=64)),  # the weights do not fit it
-    edit_description(lambda meta: meta.update(history=[])),
-    edit_description(lambda meta: meta.pop("best_step")),
-    edit_description(lambda meta: meta.update(corpus={"path": "corpus.txt", "rows": 300})),  # before characters
-    lambda folder: (folder / "model.tok.json").write_text('{"format": "numpy-gpt-bpe"}'),  # mixed files
-], ids=["missing", "no-tokenizer", "truncated-weights", "truncated-json", "foreign", "mismatched-shapes",
-        "no-history", "no-best-step", "corpus-in-rows", "other-tokenizer"])
-def test_a_broken_checkpoint_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, damage):
+@pytest.mark.parametrize("damage, said", [
+    (lambda folder: shutil.rmtree(folder), "no model in {folder}/"),
+    (lambda folder: (folder / "model.json").unlink(), "no model in {folder}/"),
+    (lambda folder: (folder / "model.tok.json").unlink(),
+     "{folder}/model.tok.json is damaged (it is missing): restore it from a copy"),
+    (truncate_weights, "{folder}/model.npz is damaged (it is not the file model.json was saved with"),
+    (lambda folder: (folder / "model.json").write_text('{"format": "numpy-gpt-checkpoint", "vers'),
+     "{folder}/model.json is damaged (not valid JSON"),
+    (edit_description(lambda meta: meta.update(format="another-project")),  # foreign
+     "{folder}/model.json is not a numpy-gpt checkpoint; give a run's folder or name"),
+    (edit_description(lambda meta: meta["model"].update(emb_dim=64)),  # the weights do not fit it
+     "{folder}/model.npz is damaged (tok_emb has shape ({V}, 16), model.json says ({V}, 64)"),
+    (edit_description(lambda meta: meta.update(history=[])), "{folder}/model.json is damaged (it lacks what training"),
+    (edit_description(lambda meta: meta.pop("best_step")), "{folder}/model.json is damaged (it lacks what training"),
+    (edit_description(lambda meta: meta.update(corpus={"path": "corpus.txt", "rows": 300})),  # before characters
+     "{folder}/model.json is damaged (it lacks what training"),
+    (lambda folder: (folder / "model.tok.json").write_text('{"format": "numpy-gpt-bpe"}'),  # mixed files
+     "{folder}/model.tok.json is damaged (it is not the file model.json was saved with"),
+], ids=["missing", "no-description", "no-tokenizer", "truncated-weights", "truncated-json", "foreign",
+        "mismatched-shapes", "no-history", "no-best-step", "corpus-in-rows", "other-tokenizer"])
+def test_a_broken_checkpoint_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, damage, said):
     folder = tmp_path / "checkpoint"
     shutil.copytree(tiny_checkpoint, folder)
     damage(folder)
     result = run_talk(folder, "the cat\n")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
-    assert "python train.py" in result.stderr  # it says what to do
+    said = said.format(folder=folder, V=checkpoint.load(tiny_checkpoint).cfg.vocab_size)
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: " + said), result.stderr
+    if " is damaged (" in said:  # it says what to do
+        assert result.stderr.endswith(f": restore it from a copy, or delete its run ({folder}/) and train again\n")
+    elif said.startswith("no model"):
+        assert "train one with `python train.py`" in result.stderr
 
 
 # --- Ctrl-C -------------------------------------------------------------------------------------
@@ -348,7 +436,7 @@ def test_ctrl_c_at_the_prompt_returns_to_it(tiny_checkpoint):
     # wait for the answer before typing on: a line arriving with the signal could be read and dropped
     answer = [process.stdout.readline() for _ in range(2)]
     stdout, stderr = process.communicate("the cat\n", timeout=60)
-    assert banner[0].startswith("model: ")
+    assert banner[0].startswith(f"model {tiny_checkpoint.name}: ")
     assert answer == ["\n", "(interrupted; /quit or Ctrl-D leaves)\n"]
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
     assert stdout.startswith("the cat")  # the session went on
@@ -368,7 +456,7 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
     checks that each token is printed and flushed before the next is drawn."""
     model = checkpoint.load(tiny_checkpoint)
     sat = model.tokenizer.encode("at sat on")  # what the fake generate draws after "the c"
-    shown = model.tokenizer.decode(heal_prompt(model.tokenizer, model.tokenizer.encode("the cat"))[0])
+    shown = model.tokenizer.decode(prompting.heal_prompt(model.tokenizer, model.tokenizer.encode("the cat"))[0])
     assert shown == "the c"  # the prompt's last token, "at", is taken back, for the first draw to redo
     stdout = FlushRecorder()
     flushed_before_second = []
@@ -379,7 +467,7 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
         yield sat[1]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(talk, "generate", interrupted_generate)
+    monkeypatch.setattr(generate, "generate", interrupted_generate)
     monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\n/settings\n"))
     monkeypatch.setattr(sys, "stdout", stdout)
     talk.main(["--checkpoint", str(tiny_checkpoint)])
