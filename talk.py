@@ -1,15 +1,11 @@
 """Talk to a trained model: type the start of a text and watch the model continue it.
 
-    python talk.py                                  # the latest finished run in checkpoints/runs/
-    python talk.py --list                           # the runs in checkpoints/runs/, by name
-    python talk.py --checkpoint shakespeare --temperature 0.5   # a run, by its name or the start of it
-    python talk.py < prompts.txt                    # one prompt (or command) a line, no "> " shown
+    python talk.py [--checkpoint NAME] [--list] [< prompts.txt]  # the latest finished run, or the run NAME
 
-Each line typed is a prompt, continued a token at a time until the reply ends where the model
-learned that replies end (prompting.reply_end) or /len tokens are written. Lines starting with / are
-commands; /help lists them. Ctrl-C stops a continuation; Ctrl-D or /quit leaves, with exit status 0.
+Each line is a prompt, continued until the reply ends as the model learned (prompting.reply_end); /help.
 """
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,19 +21,12 @@ from generate import Sampling
 from prompting import REPLY_ENDS_SAID, warn
 
 
-# --- commands -----------------------------------------------------------------------------------
-
 SETTERS = {  # command: (the setting it changes, its argument, what it does)
     "/temp": ("temperature", "X", "temperature: 0 always takes the most likely token, higher is more surprising"),
     "/topk": ("top_k", "N", "keep only the N most likely tokens; 0 turns this off"),
     "/topp": ("top_p", "P", "keep the most likely tokens until they reach probability P, in (0, 1]; 1 is off"),
     "/len": ("max_new_tokens", "N", "the most tokens one continuation may have, 1 or more"),
     "/seed": ("seed", "N", "restart the random draws from seed N (0 or more), to repeat a session"),
-}
-SHOWN = {  # command: (what it prints, what it does)
-    "/settings": (lambda session: settings_line(session), "show the settings now"),
-    "/models": (lambda session: runs.runs_table(session.home), "list the runs, as talk.py --list does"),
-    "/help": (lambda session: help_text(session), "this text"),
 }
 
 
@@ -47,31 +36,29 @@ def set_value(session, name, text):
         value = int(text) if text.lstrip("-").isdigit() else float(text)
     except ValueError:
         raise InputError(f"{text!r} is not a number") from None
+    least = 1 if name == "max_new_tokens" else 0
     if name in ("temperature", "top_k", "top_p"):
         session.sampling = replace(session.sampling, **{name: value})  # Sampling checks its own rules
-        return
-    least = 1 if name == "max_new_tokens" else 0
-    if not (isinstance(value, int) and value >= least):
+    elif not (isinstance(value, int) and value >= least):
         raise InputError(f"{name} must be a whole number, {least} or more, got {text}")
-    setattr(session, name, value)
-    if name == "seed":
-        session.rng = np.random.default_rng(value)
+    else:
+        setattr(session, name, value)
+        if name == "seed":  # the draws start anew, so a session can be repeated
+            session.rng = np.random.default_rng(value)
 
 
 def settings_line(session):
-    s = session.sampling
-    return (f"temperature {s.temperature}, top_k {s.top_k}{' (off)' if s.top_k == 0 else ''}, "
-            f"top_p {s.top_p}{' (off)' if s.top_p == 1 else ''}, up to {session.max_new_tokens} new tokens, "
-            f"seed {session.seed}, window {session.window} tokens")
+    s, off = session.sampling, {True: " (off)", False: ""}
+    return (f"temperature {s.temperature}, top_k {s.top_k}{off[s.top_k == 0]}, top_p {s.top_p}{off[s.top_p == 1]}, "
+            f"up to {session.max_new_tokens} new tokens, seed {session.seed}, window {session.window} tokens")
 
 
 HELP = """Type some text and press Enter: the model continues it a token at a time, until it reaches {end}
-({why}), or has written /len tokens; started with --full, it always writes /len tokens.
-The last tokens of what you type are drawn again as tokens that start with the same text, so a
-speaker's name ends its line as in the text the model learned; the model may add to your last word
-('The baker' -> 'The bakery'). Started with --exact, your tokens are continued as they are.
-Characters it has never seen are left out; started with --strict, such a line is refused.
-Ctrl-C stops a continuation; Ctrl-D or /quit leaves. The commands:"""
+({why}), or has written /len tokens; started with --full, it always writes /len tokens. The last tokens
+of what you type are drawn again as tokens that start with the same text, so a speaker's name ends its
+line as in the text the model learned, and the model may add to your last word ('The baker' -> 'The bakery');
+started with --exact, your tokens are continued as they are. Characters it has never seen are left out
+(refused with --strict). Ctrl-C stops a continuation; Ctrl-D or /quit leaves. The commands:"""
 
 
 def help_text(session):
@@ -79,6 +66,11 @@ def help_text(session):
     commands = [(f"{command} {arg}", what) for command, (_, arg, what) in SETTERS.items()]
     commands += [(command, what) for command, (_, what) in SHOWN.items()] + [("/quit", "leave")]
     return "\n".join([HELP.format(end=end, why=why), *(f"  {command:<10} {what}" for command, what in commands)])
+
+
+SHOWN = {"/settings": (settings_line, "show the settings now"),  # command: (what it prints, what it does)
+         "/models": (lambda session: runs.runs_table(session.home), "list the runs, as talk.py --list does"),
+         "/help": (help_text, "this text")}
 
 
 def run_command(session, line):
@@ -101,8 +93,6 @@ def run_command(session, line):
         warn(f"{err}{usage if command in SETTERS else ''}")
     return True
 
-
-# --- the conversation ----------------------------------------------------------------------------
 
 def converse(session, interactive):
     """Read lines until the input ends or /quit; Ctrl-C anywhere returns to a fresh prompt."""
@@ -127,28 +117,22 @@ def converse(session, interactive):
 
 def main(argv=None):
     p = prompting.sampling_parser("Talk to a trained model: type text, it continues it (settings from config.py).")
-    p.add_argument("--list", action="store_true",
-                   help="list the runs in --checkpoint's runs/ folder (name, when, corpus, steps, state, best "
-                        "bits/char, which is read by default), and leave")
+    p.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
     session = prompting.parse_sampling(p, argv)  # the conversation keeps the command line's settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return
-    home = Path(session.checkpoint)
-    session.model = prompting.load_for_sampling(session)
+    home, session.model = Path(session.checkpoint), prompting.load_for_sampling(session)
     session.home = runs.home_of(session.model.folder) or home  # the folder whose runs /models lists
     session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
     session.rng = np.random.default_rng(session.seed)  # /seed starts it again, so a session can be repeated
     print(prompting.describe(session.model))
     ends = "" if session.full else f", up to {REPLY_ENDS_SAID[checkpoint.corpus_kind(session.model.meta)][0]}"
     print(f"Type some text to have it continued{ends}; /help lists the commands; Ctrl-D or /quit leaves.", flush=True)
-    interactive = sys.stdin.isatty()
-    if interactive:
-        try:
+    if sys.stdin.isatty():
+        with contextlib.suppress(ImportError):  # a platform without it works, without the editing
             import readline  # noqa: F401  line editing and history for input(), on a terminal only
-        except ImportError:  # a platform without it still works, without the editing
-            pass
-    converse(session, interactive)
+    converse(session, sys.stdin.isatty())
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -97,20 +96,14 @@ def start_model(corpus, s):
     return init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype)), cfg, tokenizer
 
 
-class Data(NamedTuple):
-    tokenizer: BPETokenizer
-    inputs: np.ndarray  # (num_windows, seq_len): the training windows
-    targets: np.ndarray  # (num_windows, seq_len): each input shifted by one token
-    val_stream: np.ndarray  # the held-out text's ids, scored whole at each validation
-
-
 def prepare_data(corpus, tokenizer, s):
-    """The training windows and the held-out ids that the tokenizer makes of the corpus."""
+    """(inputs, targets, val_stream): the training windows (num_windows, seq_len), each input's targets shifted
+    by one token, and the held-out text's ids, scored whole at each validation."""
     inputs, targets = make_windows(np.array(tokenizer.encode(corpus.train_text)), s.seq_len, s.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
         raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
-    return Data(tokenizer, inputs, targets, val_stream)
+    return inputs, targets, val_stream
 
 
 class Diverged(InputError):
@@ -119,7 +112,7 @@ class Diverged(InputError):
 
 def train(s, resume_from=None, name=None):
     """The whole job: a new run in s.checkpoint, named name (None: by its start time and corpus), or the
-    run in the folder resume_from continued. Returns the run."""
+    run in the folder resume_from continued. Returns the run's folder."""
     Sampling(s.temperature, s.top_k, s.top_p)  # the settings of the samples, checked by their rules before the work
     if s.recipe:
         print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
@@ -129,14 +122,14 @@ def train(s, resume_from=None, name=None):
     corpus = read_corpus(path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     print(f"corpus: {corpus.described}, read from {path}")
     params, cfg, tokenizer = start_model(corpus, s)
-    _, inputs, targets, val_stream = data = prepare_data(corpus, tokenizer, s)
+    inputs, targets, val_stream = data = prepare_data(corpus, tokenizer, s)
     opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
     total_steps = s.max_steps or s.epochs * math.ceil(len(inputs) / s.batch_size)
     run = runs.start(s, corpus, cfg, total_steps, resume_from, name, params, opt)
     print(f"model: {sum(p.size for p in params.values()):,} parameters ({s.dtype}); {len(inputs):,} training windows, "
           f"{len(val_stream):,} validation tokens; {total_steps:,} steps; writing to {run.folder}/")
     with runs.finishing(run), runs.locked(run.folder):
-        loop(run, params, opt, cfg, data, s)
+        loop(run, params, opt, cfg, tokenizer, data, s)
     best = run.best()
     stopped = "" if run.step == total_steps else (f"; stopped at step {run.step:,}: {s.patience} validations in a row "
                                                   f"did not beat it (patience)")
@@ -146,11 +139,10 @@ def train(s, resume_from=None, name=None):
     return run.folder
 
 
-def loop(run, params, opt, cfg, data, s):
+def loop(run, params, opt, cfg, tokenizer, data, s):
     """The steps: a batch of windows, its loss and gradients, clipping, the learning rate, AdamW; every
     eval_interval steps (or each epoch) a validation, which keeps the best model and the state to resume."""
-    tokenizer, inputs, targets, val_stream = data
-    token_chars = token_lengths(tokenizer)
+    (inputs, targets, val_stream), token_chars = data, token_lengths(tokenizer)
     steps_per_epoch = math.ceil(len(inputs) / s.batch_size)
     progress = runs.Progress(run.total_steps, run.step, s.batch_size * s.seq_len)
     processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)

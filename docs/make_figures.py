@@ -838,7 +838,8 @@ def main():
     s = types.SimpleNamespace(**model.meta["settings"])
     corpus = read_corpus(corpus_path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     _, _, tokenizer = train.start_model(corpus, s)  # learns the tokenizer again, as train.py did: it must be the saved one
-    data = train.prepare_data(corpus, tokenizer, s)
+    inputs, _, val_stream = train.prepare_data(corpus, tokenizer, s)
+    data = types.SimpleNamespace(tokenizer=tokenizer, inputs=inputs, val_stream=val_stream)
     assert data.tokenizer == model.tokenizer, "the corpus no longer gives the checkpoint's tokenizer"
     schedule = learning_rates(model, math.ceil(len(data.inputs) / s.batch_size))
     figures = {**embedding_figures(model, ids, schedule), **block_figures(model, ids), **output_figures(model, ids),

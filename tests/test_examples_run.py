@@ -181,8 +181,6 @@ def test_draw_by_hand():
     probs = [0.1, 0.4, 0.2, 0.3]
     sampling = Sampling(1.0, 0, 0.5)
     assert np.allclose(np.cumsum(filtered_probs(np.log(probs), sampling)), [0, 4 / 7, 4 / 7, 1], rtol=0, atol=1e-12)
-    assert round(np.random.default_rng(0).random(), 4) == 0.6370
-    assert round(np.random.default_rng(1).random(), 4) == 0.5118
     assert sample_next(np.log(probs), sampling, np.random.default_rng(0)) == 3
     assert sample_next(np.log(probs), sampling, np.random.default_rng(1)) == 1
 

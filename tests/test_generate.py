@@ -18,7 +18,7 @@ import prompting
 from conftest import greedy_text
 from generate import Sampling, filtered_probs, sample_next
 from tokenizer import BPETokenizer
-from transformer import forward, forward_cached, init_params
+from transformer import forward_cached, init_params
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,9 +114,11 @@ def test_invalid_sampling_raises(temperature, top_k, top_p):
         Sampling(temperature, top_k, top_p)
 
 
-def test_the_boundaries_of_sampling_are_accepted():
-    Sampling(0, 0, 1)
-    Sampling(0.5, np.int64(3), 1e-6)
+def test_the_boundaries_of_sampling_are_accepted_and_keep_what_they_say():
+    logits = np.log(P4)
+    assert np.array_equal(filtered_probs(logits, Sampling(0, 0, 1)), [0, 1, 0, 0])  # greedy: the most likely alone
+    assert np.array_equal(filtered_probs(logits, Sampling(0.5, np.int64(3), 1e-6)), [0, 1, 0, 0])  # top_p ~0: one
+    assert np.count_nonzero(filtered_probs(logits, Sampling(0.5, np.int64(3), 1))) == 3  # numpy's int as top_k
 
 
 # --- generate -----------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """parallel.py: a batch cut into slices, one process each, gives the gradients of the whole batch."""
 
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -230,34 +229,3 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
                             env={**os.environ, "PYTHONPATH": str(Path(parallel.__file__).parent)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("the script ran") == 1 and "loss " in result.stdout
-
-
-FAULTS_PER_STEP = (
-    "import resource, sys\n"
-    "import numpy as np\n"
-    "import parallel\n"
-    "from transformer import ModelConfig, init_params, loss_and_grads\n"
-    "if sys.argv[1] == 'keep':\n"
-    "    parallel.keep_freed_memory()\n"
-    "cfg = ModelConfig(573, 64, 128, 4, 1, 512, 1e-5)  # the book recipe's model, one process's slice of its batch\n"
-    "params = init_params(cfg, np.random.default_rng(0), np.float32)\n"
-    "ids = np.random.default_rng(1).integers(0, 573, (6, 64))\n"
-    "for _ in range(3):\n"
-    "    loss_and_grads(params, ids, ids, cfg)\n"
-    "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-    "for _ in range(5):\n"
-    "    loss_and_grads(params, ids, ids, cfg)\n"
-    "print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)\n")
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="keep_freed_memory works through glibc's malloc")
-def test_keep_freed_memory_spares_a_step_its_page_faults():
-    # a fresh process gives the step's large arrays back to the system as it frees them, and faults
-    # their pages in again at the next step; after keep_freed_memory it keeps them
-    faults = {}
-    for mode in ("plain", "keep"):
-        result = subprocess.run([sys.executable, "-c", FAULTS_PER_STEP, mode], capture_output=True, text=True, timeout=120,
-                                env={**os.environ, "PYTHONPATH": str(Path(parallel.__file__).parent)})
-        assert result.returncode == 0, result.stderr
-        faults[mode] = float(result.stdout)
-    assert faults["plain"] > 100 and faults["keep"] < 10, faults

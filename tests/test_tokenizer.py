@@ -1,59 +1,25 @@
 """Tests of tokenizer.py: hand-checked cases, and the fast training compared with a slow one."""
 import json
 import os
+from pathlib import Path
 import random
-from collections import Counter
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizer import RETRAIN, BPETokenizer, split_pieces
-
-
-def merge_pair(ids, pair, new_id):
-    """Replace each occurrence of pair in ids by new_id, scanning left to right.
-
-    Example: ids=[1, 2, 3, 1, 2], pair=(1, 2), new_id=4 -> [4, 3, 4]
-    """
-    merged, i = [], 0
-    while i < len(ids):
-        if tuple(ids[i:i + 2]) == pair:
-            merged.append(new_id)
-            i += 2
-        else:
-            merged.append(ids[i])
-            i += 1
-    return merged
+from tokenizer import RETRAIN, BPETokenizer, encode_plain, merge_pair, split_pieces, train_plain
 
 
 def reference_train(rows, num_merges):
-    """Obviously correct BPE training: recount every pair of every row before each merge.
-
-    Returns the alphabet, the merges, the count of each merged pair, and the rows as
-    training left them.
-    """
-    alphabet = sorted(set("".join(rows)))
-    seqs = [[alphabet.index(char) for char in row] for row in rows]
-    merges, counts = [], []
-    for new_id in range(len(alphabet), len(alphabet) + num_merges):
-        pair_counts = Counter(pair for seq in seqs for pair in zip(seq, seq[1:]))
-        best = max(pair_counts.values(), default=0)
-        if best < 2:
-            break
-        pair = min(pair for pair, count in pair_counts.items() if count == best)
-        seqs = [merge_pair(seq, pair, new_id) for seq in seqs]
-        merges.append(pair)
-        counts.append(best)
-    return alphabet, merges, counts, seqs
+    """tokenizer.train_plain's alphabet and merges, and the rows as training left them (each row encoded plainly)."""
+    alphabet, merges = train_plain(rows, num_merges)
+    return alphabet, merges, [encode_plain(row, alphabet, merges) for row in rows]
 
 
 def reference_encode(tok, text):
-    """Encode by applying every merge in learned order to the whole text."""
-    ids = [tok.alphabet.index(char) for char in text]
-    for rank, pair in enumerate(tok.merges):
-        ids = merge_pair(ids, pair, len(tok.alphabet) + rank)
-    return ids
+    """Encode by applying every merge in learned order to the whole text (tokenizer.encode_plain)."""
+    return encode_plain(text, tok.alphabet, tok.merges)
 
 
 def sample_rows(num_rows, seed):
@@ -62,6 +28,7 @@ def sample_rows(num_rows, seed):
     return [" ".join(rng.choices(words, k=rng.randint(3, 8))) + "." for _ in range(num_rows)]
 
 
+REPO = Path(__file__).resolve().parent.parent
 SAMPLE = BPETokenizer.train(sample_rows(50, seed=1), num_merges=40)
 
 
@@ -80,9 +47,9 @@ def test_worked_example_by_hand():
     assert tok.vocab_size == 4 + 3
     assert tok.encode("aaabdaaabac") == [6, 3, 6, 0, 2]
     assert tok.decode([6]) == "aaab"
-    # The slow reference agrees with the hand derivation, counts included.
-    _, merges, counts, seqs = reference_train(["aaabdaaabac"], 10)
-    assert (merges, counts, seqs) == ([(0, 0), (0, 1), (4, 5)], [4, 2, 2], [[6, 3, 6, 0, 2]])
+    # The plain algorithm agrees with the hand derivation.
+    assert reference_train(["aaabdaaabac"], 10) == (["a", "b", "c", "d"], [(0, 0), (0, 1), (4, 5)], [[6, 3, 6, 0, 2]])
+    assert merge_pair([1, 2, 3, 1, 2], (1, 2), 4) == [4, 3, 4]  # merge_pair's docstring example
 
 
 @pytest.mark.parametrize("rows, first_merge", [
@@ -110,7 +77,7 @@ def test_overlapping_pairs_merge_left_to_right(text, ids):
 @given(rows=st.lists(st.text(alphabet="ab c", max_size=12), max_size=6),
        num_merges=st.integers(0, 8))
 def test_training_matches_the_slow_reference(rows, num_merges):
-    alphabet, merges, _, seqs = reference_train(rows, num_merges)
+    alphabet, merges, seqs = reference_train(rows, num_merges)
     tok = BPETokenizer.train(rows, num_merges)
     assert tok.alphabet == alphabet
     assert tok.merges == merges
@@ -132,7 +99,7 @@ def test_a_text_learns_and_encodes_in_pieces_that_no_merge_spans(text, num_merge
     pieces = split_pieces(text)
     assert "".join(pieces) == text
     assert all(not piece.rstrip("\n").count("\n") for piece in pieces)  # one line each, its newlines at the end
-    _, merges, _, seqs = reference_train(pieces, num_merges)
+    _, merges, seqs = reference_train(pieces, num_merges)
     tok = BPETokenizer.train([text], num_merges)
     assert tok.merges == merges  # trained on the pieces of the text
     assert tok.encode(text) == [i for seq in seqs for i in seq]  # encoded piece by piece, as training left them
@@ -292,3 +259,14 @@ def test_load_of_a_missing_file_says_where_it_looked(tmp_path):
     path = tmp_path / "missing.tok.json"
     with pytest.raises(FileNotFoundError, match="missing.tok.json.*python train.py"):
         BPETokenizer.load(path)
+
+
+def test_the_fast_tokenizer_learns_and_encodes_the_bundled_corpus_as_the_plain_algorithm_does():
+    import pandas as pd
+    rows = [row + "\n" for row in pd.read_csv(REPO / "data" / "sample.csv")["text"][:300]]  # the text train.py reads
+    alphabet, merges = train_plain(rows, 60)
+    tok = BPETokenizer.train(rows, 60)
+    assert (tok.alphabet, tok.merges) == (alphabet, merges) and len(merges) == 60
+    held_out = "".join(row + "\n" for row in pd.read_csv(REPO / "data" / "sample.csv")["text"][300:340])
+    known = "".join(char for char in held_out if char in alphabet)
+    assert tok.encode(known) == encode_plain(known, alphabet, merges)

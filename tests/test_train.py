@@ -148,10 +148,10 @@ def test_a_whole_txt_file_round_trips_through_its_tokenizer(tmp_path):
     s = tiny_settings(tmp_path, path, num_merges=80)
     corpus = read(path, s)
     _, _, tokenizer = train.start_model(corpus, s)
-    data = train.prepare_data(corpus, tokenizer, s)
-    ids = data.tokenizer.encode(read_text(path))
-    assert data.tokenizer.decode(ids) == text
-    assert data.tokenizer.decode(list(data.val_stream)) == corpus.val_text  # the held-out ids, exactly its text
+    _, _, val_stream = train.prepare_data(corpus, tokenizer, s)
+    ids = tokenizer.encode(read_text(path))
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.decode(list(val_stream)) == corpus.val_text  # the held-out ids, exactly its text
 
 
 def test_max_rows_says_how_many_rows_are_used_and_zero_uses_all(tmp_path):
@@ -455,7 +455,7 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     assert f"python train.py --resume {run.name} --checkpoint {tmp_path / 'ck'}" in out and "Traceback" not in err
     assert checkpoint.read_json(run / "resume.json")["step"] > 0
     if (run / "model.npz").exists():  # the message says truthfully where the model is
-        assert f"its best model (step " in out
+        assert "its best model (step " in out
     else:
         assert "had not validated a model yet, so there is none to talk to" in out
     for given in (["--epochs", "3"], ["--epochs=3"]):

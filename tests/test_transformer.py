@@ -20,11 +20,7 @@ def page_params():
 
 def test_embedding_worked_example(page_params):
     params = page_params
-    ids = np.array([2, 0, 2])
-    assert np.array_equal(params["tok_emb"][ids], [[0.5, 0.4], [0.1, 0.2], [0.5, 0.4]])  # id 2 twice
-    assert np.array_equal(params["pos_emb"][:3], [[0, 0.1], [0.1, 0], [0.2, 0.1]])
-    assert np.array_equal(params["pos_emb"][:2], [[0, 0.1], [0.1, 0]])
-    X0 = embed_forward(params, np.array([2, 0, 2]))
+    X0 = embed_forward(params, np.array([2, 0, 2]))  # rows 2, 0, 2 of the token table plus rows 0, 1, 2 of positions
     assert np.allclose(X0, [[0.5, 0.5], [0.2, 0.2], [0.7, 0.5]], atol=1e-15)
     assert not np.array_equal(X0[0], X0[2])  # same id, different positions, different vectors
 
