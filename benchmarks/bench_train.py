@@ -1,11 +1,13 @@
 """Time one full training step of this project against the same model in PyTorch, on the CPU.
 
-Run by hand, never by pytest:  python benchmarks/bench_train.py [--shape reference|book|large|all] [--reps N] [--one-core]
+Run by hand, never by pytest:
+    python benchmarks/bench_train.py [--shape reference|book|large|all] [--reps N] [--one-core] [--processes N]
 
 One step is what train.py does per batch: loss_and_grads, clip_grad_norm, one Adam step, ours
-on the processes train.py would choose (parallel.processes_for: two at the reference and book
-shapes, whose products hold two slices' worth, one per core at the large), each on a slice of the
-batch with one BLAS thread. The PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
+on the processes train.py runs it on: --processes 1 (train.py's default) is this process alone,
+with BLAS on every core; --processes 0 the count parallel.processes_for chooses (two at the
+reference and book shapes, whose products hold two slices' worth, one per core at the large), each
+on a slice of the batch with one BLAS thread. The PyTorch side is tests/torch_gpt.py (the same named parameters, float32, eager mode, default
 threads) with torch_gpt.adamw (the same decay groups) and torch.nn.utils.clip_grad_norm_. After a
 warm-up the two sides alternate, so a noisy machine slows both alike; the medians and their ratio
 come from that one run. They alternate in bursts of steps (5 at the reference shape, 1 at the
@@ -53,6 +55,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+import config  # noqa: E402
 from optim import Adam, clip_grad_norm  # noqa: E402
 from parallel import DataParallel, cores, matmul_flops, one_blas_thread, processes_for  # noqa: E402
 from transformer import ModelConfig, init_params  # noqa: E402
@@ -65,6 +68,7 @@ SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
 DEFAULT_REPS = {"reference": 60, "book": 40, "large": 24}  # the large shape drifts by 5% between runs of 10
 BURST = {"reference": 5, "book": 2, "large": 1}  # steps in a row per turn; one turn lasts a few ms at least
 SETTLE_SECONDS = 0.2  # pause before each turn, for the other side's idle threads to stop spinning
+PROCESSES = config.processes  # ours on this many (0: processes_for); main sets it from --processes
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, (0.9, 0.999), 1e-8, 0.01, 1.0
 
 
@@ -84,7 +88,7 @@ def numpy_step_fn(cfg, params, ids, targets, one_core=False):
     opt = Adam(params, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
     if one_core:
         one_blas_thread()  # the limit holds until it is restored, which nothing here does
-    parallel = DataParallel(1 if one_core else processes_for(cfg, *ids.shape))
+    parallel = DataParallel(1 if one_core else PROCESSES or processes_for(cfg, *ids.shape))
     latest = {}  # the gradients live on until the next step replaces them, as in train.py's loop
 
     def step():
@@ -157,7 +161,8 @@ def alternate(timed_steps, reps, warmup, burst):
 
 def child_command(shape, side, measure, one_core):
     """The command line of a fresh process for one side (child, below)."""
-    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", measure]
+    command = [sys.executable, __file__, "--shape", shape, "--child", side, "--measure", measure,
+               "--processes", str(PROCESSES)]
     return command + (["--one-core"] if one_core else [])
 
 
@@ -289,9 +294,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
     parser.add_argument("--one-core", action="store_true",
                         help="hold both sides to one core: ours one process, one BLAS thread; torch one thread")
+    parser.add_argument("--processes", type=int, default=config.processes,
+                        help="ours on this many processes, as train.py --processes N (0: parallel.processes_for)")
     parser.add_argument("--child", choices=list(STEP_FNS), help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=["steps", "memory"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global PROCESSES
+    PROCESSES = args.processes
     if args.child:
         child(args)
         return

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 import config
-import parallel
+import corpus
 import tokenizer
 import train
 from generate import Sampling, filtered_probs, generate, sample_next
@@ -27,48 +27,48 @@ def test_token_stream_ends_each_row_with_its_newline():
     # "\n" (10) < "a" (97) < "b" (98), ids 0 1 2, so each row is [1, 2, 0].
     # Pairs: (1, 2) twice and (2, 0) twice; the tie goes to the smaller pair (1, 2), id 3.
     # Each row becomes [3, 0], and the stream joins the rows: [3, 0, 3, 0].
-    text = "ab\nab\n"  # the rows "ab" and "ab" of a CSV, as train.read_corpus joins them
+    text = "ab\nab\n"  # the rows "ab" and "ab" of a CSV, as corpus.read_corpus joins them
     tok = BPETokenizer.train([text], 1)
     assert tok.alphabet == ["\n", "a", "b"] and tok.merges == [(1, 2)]
-    assert train.token_stream(tok, text).tolist() == [3, 0, 3, 0]
+    assert tok.encode(text) == [3, 0, 3, 0]  # the stream train.prepare_data cuts into windows
 
 
 def test_windows_worked_example():
     # 7 tokens, seq_len 2, stride 2: windows of 3 tokens start at 0, 2 and 4 (a window starting
     # at 6 would need tokens 6, 7, 8). Inputs are the first 2 of each, targets the last 2.
     stream = [0, 1, 2, 3, 4, 5, 6]
-    inputs, targets = train.make_windows(np.array(stream), 2, 2, "example")
+    inputs, targets = corpus.make_windows(np.array(stream), 2, 2, "example")
     assert inputs.tolist() == [[0, 1], [2, 3], [4, 5]]
     assert targets.tolist() == [[1, 2], [3, 4], [5, 6]]
     # stride 1: floor((7 - 3) / 1) + 1 = 5 windows
-    assert len(train.make_windows(np.array(stream), 2, 1, "example")[0]) == 5
+    assert len(corpus.make_windows(np.array(stream), 2, 1, "example")[0]) == 5
 
 
 def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monkeypatch):
     # 8 one-letter rows; val_fraction 0.25 holds out 2, so 6 training rows of 2 tokens ("x\n")
     # make a stream of 12 tokens and, at seq_len 2 and stride 1, 12 - 3 + 1 = 10 windows.
     # batch_size 4: ceil(10 / 4) = 3 steps per epoch, the last with the 2 windows left over.
-    corpus = tmp_path / "letters.csv"
-    corpus.write_text("text\n" + "\n".join("abcdefgh") + "\n", encoding="utf-8")
-    small = dict(corpus_path=str(corpus), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
-                 seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, head_dim=2, num_layers=1, ff_dim=8,
+    letters = tmp_path / "letters.csv"
+    letters.write_text("text\n" + "\n".join("abcdefgh") + "\n", encoding="utf-8")
+    small = dict(corpus_path=str(letters), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
+                 seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, num_layers=1, ff_dim=8,
                  batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
     s = config.settings(argparse.Namespace(**{**config.defaults(), **small}))
     seen = []
-    original = parallel.loss_and_grads  # what each step calls, through parallel.DataParallel
+    original = train.loss_and_grads  # what each step calls, in this process
 
     def spy(params, ids, targets, cfg):
         seen.append(ids.copy())
         return original(params, ids, targets, cfg)
 
-    monkeypatch.setattr(parallel, "loss_and_grads", spy)
+    monkeypatch.setattr(train, "loss_and_grads", spy)
     train.train(s)
 
-    rows, _ = train.read_rows(corpus, "text", s.max_rows)
-    train_rows, val_rows = train.split_rows(rows, 0.25, 42)
+    rows, _, _ = corpus.read_rows(letters, "text", s.max_rows)
+    train_rows, val_rows = corpus.split_rows(rows, 0.25, 42)
     tok = BPETokenizer.train(["".join(row + "\n" for row in rows)], 0)
-    inputs, _ = train.make_windows(train.token_stream(tok, "".join(row + "\n" for row in train_rows)), 2, 1,
-                                   "training")
+    inputs, _ = corpus.make_windows(np.array(tok.encode("".join(row + "\n" for row in train_rows))), 2, 1,
+                                    "training")
     assert len(inputs) == 10
     # the order of epoch e is a permutation seeded with (seed, e) = (42, e)
     expected = []

@@ -132,7 +132,7 @@ def test_no_checkpoint_is_one_line_and_exit_2_and_writes_nothing(tmp_path):
     result = run_make_figures(tmp_path / "nothing-here")
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "no checkpoint in" in result.stderr and "python train.py" in result.stderr
+    assert "no model in" in result.stderr and "python train.py" in result.stderr
 
 
 def named_corpus(tmp_path, tiny_checkpoint, corpus):

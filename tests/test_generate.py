@@ -17,7 +17,7 @@ import generate
 import prompting
 from conftest import greedy_text
 from generate import Sampling, filtered_probs, sample_next
-from tokenizer import BPETokenizer
+from tokenizer import BPETokenizer, StreamDecoder
 from transformer import forward_cached, init_params
 
 REPO = Path(__file__).resolve().parent.parent
@@ -247,6 +247,12 @@ class PieceTokenizer:
 
     def decode(self, ids):
         return "".join(self.pieces[i] for i in ids)
+
+    def token_bytes(self, token_id):
+        return self.pieces[token_id].encode("utf-8")
+
+    def decoder(self):
+        return StreamDecoder(self)
 
 
 @pytest.mark.parametrize("kind, stdout, drawn", [
