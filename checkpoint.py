@@ -1,20 +1,16 @@
 """Saving and loading a trained model: weights, description, tokenizer, and the state to resume from.
 
-A checkpoint folder (each run's, checkpoints/runs/<name>/: runs.py) holds
+A run's folder (checkpoints/runs/<name>/, runs.py) holds
     model.npz        the weights, one array per parameter, in the canonical order
-    model.json       the model's shape, the settings it was trained with, the corpus (its sha256, and
-                     whether it was rows of a CSV or one text: where a reply ends),
-                     the loss history, library versions, a format version, and the sha256 of
-                     model.npz and model.tok.json so a mismatched set of files is caught
+    model.json       the model's shape, its settings, its corpus (sha256; rows of a CSV or one text),
+                     the loss history, versions, and the sha256 of model.npz and model.tok.json
     model.tok.json   the tokenizer
     resume.npz       the latest weights and AdamW's moments, for `python train.py --resume`
-    resume.json      where training stood: step, settings, history
+    resume.json      where training stood: step, settings, history, and the sha256 of resume.npz
 
-Every file is written to a temporary name and renamed once all the files of a save are written, so a
-failed or interrupted write leaves the old files whole; a kill between two renames leaves a mix, which
-loading recognises by the sha256 in model.json. Loading checks everything and raises InputError with
-what is wrong and what to do: a folder without a model is told to train one, a damaged one to restore
-the file or delete the run.
+A save writes every file under a temporary name, then renames them, the record that names the others
+last: a kill between the renames is read as the save it was (current_record). Loading checks everything;
+a missing model is told to train one, a damaged file to be restored or its run deleted.
 """
 
 import hashlib
@@ -42,7 +38,7 @@ class Checkpoint:
     cfg: ModelConfig
     tokenizer: BPETokenizer
     meta: dict  # the contents of model.json
-    folder: Path  # the folder it was read from: the one asked for, or the run it fell back to
+    folder: Path  # the folder it was read from
 
 
 def sha256_of(path):
@@ -108,8 +104,7 @@ def complete_interrupted_save(folder, record, named):
 
 
 def save_model(folder, params, cfg, tokenizer, meta):
-    """Write model.npz, model.tok.json and model.json; the renames happen only once all are written, and
-    model.json's last, so a kill between them leaves what complete_interrupted_save finishes."""
+    """Write model.npz, model.tok.json and model.json, renamed once all are written, model.json last."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     complete_interrupted_save(folder, "model.json", MODEL_FILES)  # before this save's files replace its record
@@ -144,13 +139,11 @@ def check_weights(arrays, cfg, path):
 
 
 def corpus_kind(meta):
-    """What the model in model.json (meta) learned from: "rows" of a CSV or one running "text" (a .txt).
-    A model saved before model.json recorded it: "text" where its corpus was a .txt, as train.py tells
-    the two apart, else "rows"."""
+    """What the model in model.json (meta) learned from: "rows" of a CSV or one running "text"; a model saved
+    before model.json recorded it, "text" where its corpus was a .txt."""
     corpus = meta.get("corpus") if isinstance(meta.get("corpus"), dict) else {}
-    if corpus.get("kind") in ("rows", "text"):
-        return corpus["kind"]
-    return "text" if str(corpus.get("path", "")).lower().endswith(".txt") else "rows"
+    path_says = "text" if str(corpus.get("path", "")).lower().endswith(".txt") else "rows"
+    return corpus["kind"] if corpus.get("kind") in ("rows", "text") else path_says
 
 
 def damaged(path, why):

@@ -77,9 +77,18 @@ RECIPES = {
         "warmup_steps": 100, "beta2": 0.99, "weight_decay": 0.1,  # nanoGPT's; 50, 0.999, 0.01 did no better
         "eval_interval": 500, "eval_tokens": 8192,  # five quick validations on a fixed choice of windows
     },
+    "gpt2": {
+        # fine-tuning GPT-2 124M (--init_from) on a text of your own, on a laptop's CPU
+        "context_len": 1024,  # GPT-2's: the model's shape is its own (gpt2.check_settings)
+        "seq_len": 128, "batch_size": 4,  # GPT2_STEP_MEASURED
+        "max_steps": 60, "eval_interval": 20, "eval_tokens": 2048, "warmup_steps": 10,
+        "lr_max": 1e-4, "lr_min": 1e-5,  # a tenth of the book recipe's: the weights are trained already
+        "beta2": 0.99, "weight_decay": 0.0,  # no decay pulling the pretrained weights towards 0
+    },
 }
 RECIPE_USES = {  # what each recipe is for, a line each in --help
     "book": "one plain-text book or play of about 1 MB: python train.py --recipe book --corpus_path my.txt",
+    "gpt2": "fine-tune a GPT-2 folder on your text: python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt",
 }
 
 

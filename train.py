@@ -127,7 +127,7 @@ def train(s, resume_from=None, name=None):
     total_steps = s.max_steps or s.epochs * math.ceil(len(inputs) / s.batch_size)
     run = runs.start(s, corpus, cfg, total_steps, resume_from, name, params, opt)
     print(f"model: {sum(p.size for p in params.values()):,} parameters ({s.dtype}); {len(inputs):,} training windows, "
-          f"{len(val_stream):,} validation tokens; {total_steps:,} steps; writing to {run.folder}/")
+          f"{len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to {run.folder}/")
     with runs.finishing(run), runs.locked(run.folder):
         loop(run, params, opt, cfg, tokenizer, data, s)
     best = run.best()
