@@ -51,7 +51,7 @@ beta2 = 0.999  # Adam's decay of the running mean of squared gradients
 adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
-checkpoint = "checkpoints"  # where models live: each run in runs/, the latest good model on top, read by talk.py
+checkpoint = "checkpoints"  # where models live: each run in its own folder in runs/; talk.py reads the latest finished
 init_from = ""  # a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) to fine-tune; "" = a new model
 processes = 1  # processes that share each batch, a slice of its rows each: 1 = this one alone (a breakpoint() in a backward stops here); 0 = one per core if the model is big enough
 

@@ -164,5 +164,11 @@ def make_windows(stream, seq_len, stride, what):
     return windows[:, :-1], windows[:, 1:]
 
 
-def token_lengths(tokenizer):  # -> (V,): the characters each token spells, for bits per character
-    return np.array([len(tokenizer.decode([i])) for i in range(tokenizer.vocab_size)])
+def token_lengths(tokenizer):  # -> (V,): the characters each token starts, for bits per character
+    """For each token, the UTF-8 bytes of it that start a character (every byte but 10xxxxxx): summed over a
+    text's tokens, its characters, also where a GPT-2 token holds part of one.
+
+    Example: a token of the bytes of "é" (0xc3 0xa9) -> 1; one of "aé" -> 2; one of 0xa9 alone -> 0
+    """
+    starts = [sum(byte & 0xC0 != 0x80 for byte in tokenizer.token_bytes(i)) for i in range(tokenizer.vocab_size)]
+    return np.array(starts)

@@ -172,25 +172,26 @@ def heal_prompt(tokenizer, prompt_ids):
     Example: a tokenizer trained on "Lear.\nWhat, Kent?\n\nKent.\nSir.\n" with 12 merges, prompt "Lear."
     -> the ids of "Lea", and True for the id of 'r.\n' alone (no token starts with "ar.")
     """
-    texts = [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
+    pieces = [tokenizer.token_bytes(i) for i in range(tokenizer.vocab_size)]  # bytes: GPT-2 tokens may cut a character
     taken_back = 0
     while taken_back + 1 < len(prompt_ids):
-        tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back - 1:])
-        if not any(text.startswith(tail) for text in texts):
+        tail = b"".join(map(tokenizer.token_bytes, prompt_ids[len(prompt_ids) - taken_back - 1:]))
+        if not any(piece.startswith(tail) for piece in pieces):
             break
         taken_back += 1
     if taken_back == 0:
         return list(prompt_ids), None
-    tail = tokenizer.decode(prompt_ids[len(prompt_ids) - taken_back:])
-    return list(prompt_ids[:len(prompt_ids) - taken_back]), np.array([text.startswith(tail) for text in texts])
+    tail = b"".join(map(tokenizer.token_bytes, prompt_ids[len(prompt_ids) - taken_back:]))
+    return list(prompt_ids[:len(prompt_ids) - taken_back]), np.array([piece.startswith(tail) for piece in pieces])
 
 
 def print_continuation(tokenizer, prompt_ids, new_ids, kind):
     """Print the prompt, then each new token as soon as it is drawn, up to the end of the reply for a
     model of that kind (reply_end), or all of them where kind is None (--full); then one newline, also
     where Ctrl-C stops it (KeyboardInterrupt goes on to the caller)."""
-    print(tokenizer.decode(prompt_ids), end="", flush=True)
-    written, shown, text_of = "", 0, tokenizer.decoder()  # whole characters only: GPT-2's tokens may cut one
+    text_of = tokenizer.decoder()  # whole characters only: GPT-2's tokens may cut one, the prompt's last too
+    print("".join(map(text_of.add, prompt_ids)), end="", flush=True)
+    written, shown = "", 0
     try:
         for token_id in new_ids:
             written += text_of.add(token_id)  # a merged token can hold text past the reply's end too

@@ -2,7 +2,7 @@
 torch.compile and the rest of the ecosystem.
 
 Standalone: it reads model.json and model.npz with json and NumPy and needs torch, not this project.
-    python examples/to_pytorch.py [checkpoint folder]      (default: checkpoints)
+    python examples/to_pytorch.py [a run's folder]      (default: the run in checkpoints/runs/ that saved last)
 """
 
 import json
@@ -97,8 +97,14 @@ def load_gpt(folder, dtype=torch.float32):
     return model.eval()
 
 
+def last_saved_run(home):
+    """The run folder of home whose model was saved last (standalone, so by the files' times alone)."""
+    models = sorted(Path(home).glob("runs/*/model.npz"), key=lambda path: path.stat().st_mtime)
+    return models[-1].parent if models else Path(home)
+
+
 if __name__ == "__main__":
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "checkpoints")
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else last_saved_run("checkpoints")
     if not (folder / "model.npz").is_file():
         sys.exit(f"no model.npz in {folder}/: train a model with `python train.py` first, or name a checkpoint folder")
     model = load_gpt(folder)

@@ -360,7 +360,7 @@ def test_failed_write_leaves_the_previous_checkpoint_loadable(trained, monkeypat
 
 
 @pytest.mark.parametrize("renames_before_the_kill", [1, 2])
-def test_a_save_cut_between_its_renames_is_completed_when_next_read(trained, monkeypatch, renames_before_the_kill):
+def test_a_save_cut_between_its_renames_is_read_whole_and_finished_by_the_next_save(trained, monkeypatch, renames_before_the_kill):
     run = run_folder(trained)
     before = checkpoint.load(run)
     real_replace, renamed = os.replace, []
@@ -376,7 +376,7 @@ def test_a_save_cut_between_its_renames_is_completed_when_next_read(trained, mon
         checkpoint.save_model(run, params, before.cfg, before.tokenizer, {"note": "the new best"})
     monkeypatch.undo()
     assert checkpoint.sha256_of(run / "model.npz") != checkpoint.read_json(run / "model.json")["weights_sha256"]
-    after = checkpoint.load(run)  # finishes the save: model.json's new version was waiting under its staged name
+    after = checkpoint.load(run)  # reads the save as it was: model.json's new version waits under its staged name
     assert after.meta["note"] == "the new best" and all(np.array_equal(params[k], after.params[k]) for k in params)
 
 
@@ -417,7 +417,7 @@ def test_a_diverging_run_says_so_and_leaves_the_earlier_runs(trained, corpus, ca
 
 
 def test_a_run_stops_once_patience_validations_did_not_beat_the_best(tmp_path, corpus, monkeypatch):
-    val_losses = iter([3.0, 2.0, 2.5, 2.1, 2.2, 1.0, 0.5])  # the best is the second: two worse ones after it stop
+    val_losses = iter([3.0, 2.0, 2.5, 2.1, 2.2, 1.0, 0.5])  # the best is the second: three worse ones after it stop
 
     def scripted(*args):
         return next(val_losses), 1.0
