@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from errors import InputError
-from transformer import flat_buffer, pack
+from transformer import flat_buffer
 
 
 def lr_schedule(step, total_steps, lr_max, lr_min, warmup_steps):
@@ -39,6 +39,11 @@ def clip_grad_norm(grads, max_norm):
     return norm
 
 
+def decay_group(params):
+    """The tensors weight decay applies to: every matrix, both embedding tables included; no gain, no bias."""
+    return [tensor for tensor in params.values() if tensor.ndim == 2]
+
+
 class Adam:
     """Adam with decoupled weight decay (AdamW), over one flat vector of parameters.
 
@@ -55,18 +60,17 @@ class Adam:
         self.m = np.zeros_like(flat)
         self.v = np.zeros_like(flat)
         self.t = 0  # steps taken; the bias corrections need it
-        # 1 for every entry of a matrix, 0 for gains and biases: the decay group as one vector
-        self.decayed = flat_buffer(pack({name: np.full(p.shape, float(p.ndim == 2)) for name, p in params.items()},
-                                        flat.dtype))
 
     def step(self, params, grads, lr):
         """One update of params, in place, from grads at learning rate lr."""
         p, g = flat_buffer(params), flat_buffer(grads)
         self.t += 1
-        self.m = self.beta1 * self.m + (1.0 - self.beta1) * g
-        self.v = self.beta2 * self.v + (1.0 - self.beta2) * g * g
-        if self.weight_decay:
-            p -= lr * self.weight_decay * self.decayed * p  # decoupled: on matrices only, whatever the gradient
+        self.m *= self.beta1  # m and v are updated where they are: at GPT-2's size each copy is 650 MB
+        self.m += (1.0 - self.beta1) * g
+        self.v *= self.beta2
+        self.v += (1.0 - self.beta2) * g * g
+        for matrix in decay_group(params):  # views of p
+            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
         m_hat = self.m / (1.0 - self.beta1 ** self.t)  # the bias corrections: m and v start at 0
         v_hat = self.v / (1.0 - self.beta2 ** self.t)
         p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)

@@ -15,7 +15,7 @@ import corpus
 import tokenizer
 import train
 from generate import Sampling, filtered_probs, generate, sample_next
-from optim import Adam
+from optim import Adam, decay_group
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, forward, forward_cached, init_params, pack, zeros_like
 
@@ -115,9 +115,9 @@ def test_decay_group_at_the_settings_of_config():
     #         = 17920 + 1024 + 2 * 12288 + 17920 = 61440
     # Vectors: 2 blocks * (4 LN * 32 + 4 attention biases * 32 + b1 128 + b2 32) + lnf 2 * 32 + b_out 560
     #         = 2 * 416 + 64 + 560 = 1456
-    opt = Adam(init_params(ModelConfig(560, 32, 32, 2, 2, 128, 1e-5), np.random.default_rng(0)))
-    assert int(opt.decayed.sum()) == 61440
-    assert opt.decayed.size - int(opt.decayed.sum()) == 1456
+    params = init_params(ModelConfig(560, 32, 32, 2, 2, 128, 1e-5), np.random.default_rng(0))
+    assert sum(tensor.size for tensor in decay_group(params)) == 61440
+    assert sum(tensor.size for tensor in params.values()) - 61440 == 1456
 
 
 def test_bits_per_character_of_a_uniform_model():

@@ -9,7 +9,13 @@ and the token ids against transformers' GPT-2 tokenizers on the same vocabulary.
 
 import json
 import math
+import os
+import shutil
+import subprocess
+import sys
+import types
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +26,14 @@ regex = pytest.importorskip("regex", reason="the gpt2 extra is not installed: pi
 safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="the gpt2 extra is not installed: "
                                         "pip install -e \".[gpt2]\"")
 
+import checkpoint  # noqa: E402
+import config  # noqa: E402
 import generate  # noqa: E402
 import gpt2  # noqa: E402
+import prompting  # noqa: E402
+import train  # noqa: E402
 import transformer  # noqa: E402
+from corpus import read_corpus, token_lengths  # noqa: E402
 from errors import InputError  # noqa: E402
 
 Sampling = generate.Sampling  # imported through generate, wherever it is defined
@@ -396,6 +407,199 @@ def test_streaming_gives_the_text_whole_characters_at_a_time(tokenizer, text):
 def test_flush_ends_a_stream_cut_inside_a_character(tokenizer):
     ids = tokenizer.encode("🤖")
     assert stream(tokenizer, ids[:1]) == ["", "\ufffd"]
+
+
+# --- the scripts on a GPT-2 folder, run as a person runs them ---------------------------------------
+# talk.py and generate.py read the folder itself (--checkpoint DIR); train.py --init_from DIR fine-tunes
+# it into a run of its own, which they then read by its name. Every script runs in a subprocess, from a
+# folder whose checkpoints/ is the home of the runs, as tests/test_talk.py runs them.
+
+REPO = Path(__file__).resolve().parent.parent
+HINT = "Type some text to have it continued, up to the end of its paragraph; /help lists the commands; " \
+       "Ctrl-D or /quit leaves."
+ACCENTED = "naïve café 🤖 Ærø, "  # 🤖, ï and Æ are each cut across two tokens of this vocabulary
+HELD_OUT = "the cat sat on the mat.\n"
+
+
+@pytest.fixture(scope="module")
+def gpt2_folder(tmp_path_factory, vocab_and_merges):
+    """A small random GPT-2, as the hub holds one, in a folder named tiny-gpt2."""
+    vocab, merges = vocab_and_merges
+    sizes = {**SMALL, "vocab_size": len(vocab)}
+    return write_folder(tmp_path_factory.mktemp("scripts") / "tiny-gpt2", sizes, vocab, merges,
+                        gpt2_tensors(sizes, np.random.default_rng(0)), "hub")
+
+
+def run_script(script, *args, cwd=REPO, text=""):
+    """python script args, run from cwd (whose checkpoints/ is the home of runs), its input piped."""
+    result = subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, input=text, capture_output=True,
+                            encoding="utf-8", timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def drawn(folder, prompt, max_new_tokens, sampling, seed):
+    """(the ids the scripts continue, the ids drawn after them), by generate() itself, as a GPT-2 folder is read:
+    the whole context_len as the window, the prompt's last tokens taken back (prompting.heal_prompt)."""
+    model = checkpoint.load(folder)
+    prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
+    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens, model.cfg.context_len, sampling,
+                                np.random.default_rng(seed), first_allowed=first_allowed)
+    return prompt_ids, list(new_ids)
+
+
+def greedy_paragraph(folder, prompt, max_new_tokens):
+    """The prompt and its greedy continuation up to its first blank line, where a reply of a text ends."""
+    model = checkpoint.load(folder)
+    prompt_ids, new_ids = drawn(folder, prompt, max_new_tokens, Sampling(0.0, 0, 1.0), 0)
+    return model.tokenizer.decode(prompt_ids + new_ids).partition("\n\n")[0].rstrip("\n")
+
+
+def test_talk_reads_a_gpt2_folder_and_continues_a_prompt(gpt2_folder):
+    result = run_script("talk.py", "--checkpoint", str(gpt2_folder), text="/temp 0\nHello world\n/quit\nnot read\n")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    params, cfg, _ = gpt2.load(gpt2_folder)
+    n_params = sum(p.size for p in params.values())
+    assert result.stdout.splitlines()[:2] == [
+        f"model tiny-gpt2: {n_params:,} parameters, {cfg.vocab_size} tokens; GPT-2's weights, read from {gpt2_folder}/",
+        HINT]
+    settings, reply = result.stdout.split("\n", 2)[2].split("\n", 1)
+    assert settings.endswith("window 24 tokens")  # a GPT-2 learned all its n_positions
+    reply_text = greedy_paragraph(gpt2_folder, "Hello world", 50)
+    assert reply == reply_text + "\n" and len(reply_text) > len("Hello world")  # then /quit: "not read" is not
+
+
+def test_generate_on_a_gpt2_folder_repeats_for_a_seed(gpt2_folder):
+    args = ["--checkpoint", str(gpt2_folder), "--temperature", "1.0", "--top_p", "1", "--full"]
+    first, again = (run_script("generate.py", "Hello world", *args, "--seed", "1") for _ in range(2))
+    other = run_script("generate.py", "Hello world", *args, "--seed", "2")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("Hello world") and len(first.stdout) > len("Hello world\n")
+    assert again.stdout == first.stdout != other.stdout
+
+
+def test_generate_prints_whole_characters_as_decoding_all_the_ids_gives_them(gpt2_folder):
+    # what is printed a token at a time is the text of all the ids at once: a character cut across two tokens
+    # comes out whole, and U+FFFD only where the model drew bytes that are no character, as decode has it
+    args = ["--checkpoint", str(gpt2_folder), "--temperature", "1.0", "--top_p", "1", "--max_new_tokens", "40"]
+    result = run_script("generate.py", ACCENTED, *args, "--seed", "1", "--full")
+    assert result.returncode == 0, result.stderr
+    tokenizer = checkpoint.load(gpt2_folder).tokenizer
+    prompt_ids, new_ids = drawn(gpt2_folder, ACCENTED, 40, Sampling(1.0, 0, 1.0), 1)
+    cut = [(a, b) for a, b in zip(new_ids, new_ids[1:])
+           if "\ufffd" in tokenizer.decode([a]) and "\ufffd" not in tokenizer.decode([a, b])]
+    assert cut, "no character of the draws is cut across two tokens: the test would show nothing"
+    assert "\ufffd" in tokenizer.decode(new_ids)  # and the model drew bytes that are no character, too
+    whole = tokenizer.decoder()
+    for i in new_ids:
+        whole.add(i)
+    assert whole.flush() == "", "the draws end inside a character, which is held back: choose another seed"
+    assert result.stdout == tokenizer.decode(prompt_ids + new_ids) + "\n"
+    assert result.stdout.startswith(ACCENTED)
+
+
+@pytest.mark.parametrize("prompt", ["Ærø", "🤖"])
+def test_a_prompt_that_ends_in_a_character_cut_across_tokens_is_printed_whole(gpt2_folder, prompt):
+    tokenizer = checkpoint.load(gpt2_folder).tokenizer
+    assert "\ufffd" in tokenizer.decode(tokenizer.encode(prompt)[:-1])  # its last token holds part of a character
+    result = run_script("generate.py", prompt, "--checkpoint", str(gpt2_folder), "--temperature", "0", "--full",
+                        "--max_new_tokens", "5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(prompt), result.stdout
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(gpt2_folder, tmp_path_factory):
+    """(the folder train.py ran in, its result): 4 steps of fine-tuning gpt2_folder on TRAINING_TEXT, as run
+    "ft" in the folder's checkpoints/, at a learning rate so small that the weights stay GPT-2's."""
+    where = tmp_path_factory.mktemp("fine-tune")
+    (where / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
+    result = run_script("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--name", "ft",
+                        "--max_steps", "4", "--eval_interval", "2", "--seq_len", "8", "--lr_max", "1e-9",
+                        "--lr_min", "0", cwd=where)
+    return where, result
+
+
+def test_fine_tuning_starts_from_the_gpt2_weights_and_saves_its_tokenizer(fine_tuned, gpt2_folder):
+    where, result = fine_tuned
+    assert result.returncode == 0, result.stderr
+    params, cfg, tokenizer = gpt2.load(gpt2_folder)
+    run = checkpoint.load(where / "checkpoints" / "runs" / "ft")
+    assert run.cfg == cfg and run.meta["settings"]["init_from"] == str(gpt2_folder)
+    assert isinstance(run.tokenizer, gpt2.ByteLevelBPE)
+    assert run.tokenizer.vocab == tokenizer.vocab and run.tokenizer.merges == tokenizer.merges
+    assert run.tokenizer.encode(TRAINING_TEXT) == tokenizer.encode(TRAINING_TEXT)
+    for name in params:
+        np.testing.assert_allclose(run.params[name], params[name], rtol=0, atol=1e-6, err_msg=name)
+    held_out = read_corpus(where / "my.txt", "text", 0, 0.1, 42).val_text
+    ids = np.array(tokenizer.encode(held_out))
+    gpt2_loss, _ = train.evaluate(params, cfg, ids, 8, token_lengths(tokenizer))
+    fresh_loss, _ = train.evaluate(transformer.init_params(cfg, np.random.default_rng(42)), cfg, ids, 8,
+                                   token_lengths(tokenizer))
+    first = run.meta["history"][0]
+    assert first["step"] == 2 and abs(gpt2_loss - fresh_loss) > 0.3  # the two starts are far apart
+    assert first["val_loss"] == pytest.approx(gpt2_loss, abs=1e-4)
+
+
+def test_talk_reads_the_fine_tuned_run_by_its_name(fine_tuned):
+    where, _ = fine_tuned
+    named = run_script("talk.py", "--checkpoint", "ft", cwd=where, text="/settings\n/temp 0\nHello world\n")
+    assert named.returncode == 0, named.stderr
+    lines = named.stdout.splitlines()
+    assert lines[0].startswith("model ft: ") and "trained" in lines[0] and lines[1] == HINT
+    assert lines[2].endswith("window 24 tokens")  # started from GPT-2: its whole context, not the seq_len 8 trained
+    reply = named.stdout.split("\n", 4)[4]
+    assert reply == greedy_paragraph(where / "checkpoints" / "runs" / "ft", "Hello world", 50) + "\n"
+    latest = run_script("talk.py", cwd=where, text="/settings\n/temp 0\nHello world\n")
+    assert latest.stdout == named.stdout  # the latest finished run, without a name
+
+
+def nothing_written(where):
+    return not (where / "checkpoints").exists() or not any((where / "checkpoints").rglob("*"))
+
+
+@pytest.mark.parametrize("setting, said", [
+    (["--emb_dim", "64"], "--emb_dim 64 disagrees with the GPT-2 in "),
+    (["--num_layers", "3"], "--num_layers 3 disagrees with the GPT-2 in "),
+    (["--seq_len", "25"], "--seq_len 25 is longer than the GPT-2 in "),  # n_positions is 24
+    (["--seq_len", "40"], "--seq_len 40 is longer than the GPT-2 in "),  # past config.py's context_len (32) too
+])
+def test_a_setting_the_gpt2_cannot_take_is_one_line_and_writes_nothing(gpt2_folder, tmp_path, setting, said):
+    (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
+    result = run_script("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--max_steps", "4",
+                        *setting, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {said}{gpt2_folder}/"), result.stderr
+    assert nothing_written(tmp_path)
+
+
+def test_init_from_a_folder_missing_a_file_is_one_line(gpt2_folder, tmp_path):
+    folder = tmp_path / "broken-gpt2"
+    shutil.copytree(gpt2_folder, folder)
+    (folder / "merges.txt").unlink()
+    (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
+    result = run_script("train.py", "--init_from", str(folder), "--corpus_path", "my.txt", cwd=tmp_path)
+    assert result.returncode == 2 and nothing_written(tmp_path)
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {folder / 'merges.txt'} is missing")
+
+
+def test_fine_tuning_on_a_repeated_text_lowers_the_loss(gpt2_folder, tmp_path):
+    (tmp_path / "cat.txt").write_text(HELD_OUT * 40, encoding="utf-8")
+    fine_tune = {"init_from": str(gpt2_folder), "corpus_path": str(tmp_path / "cat.txt"), "seq_len": 8,
+                 "checkpoint": str(tmp_path / "checkpoints"), "batch_size": 8, "max_steps": 30, "eval_interval": 10,
+                 "warmup_steps": 5, "lr_max": 1e-2, "patience": 0}
+    s = types.SimpleNamespace(**{**config.defaults(), **fine_tune})
+    config.check(s)
+    run = checkpoint.load(train.train(s))
+    losses = [entry["val_loss"] for entry in run.meta["history"]]
+    params, cfg, tokenizer = gpt2.load(gpt2_folder)
+    held_out = np.array(tokenizer.encode(read_corpus(tmp_path / "cat.txt", "text", 0, 0.1, 42).val_text))
+    start, _ = train.evaluate(params, cfg, held_out, 8, token_lengths(tokenizer))
+    assert losses[0] < start and losses[-1] < losses[0] - 1, (start, losses)
+
+
+def test_bits_per_character_count_each_character_once(tokenizer):
+    assert token_lengths(tokenizer)[tokenizer.encode(TRAINING_TEXT)].sum() == len(TRAINING_TEXT)
 
 
 # --- against transformers, where it is installed ----------------------------------------------------

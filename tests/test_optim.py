@@ -127,4 +127,7 @@ def test_defaults_are_those_of_config_and_the_decay_group_has_the_parameters_dty
     opt = Adam(params)
     assert (opt.beta1, opt.beta2, opt.eps, opt.weight_decay) == (config.beta1, config.beta2, config.adam_eps,
                                                                   config.weight_decay)
-    assert opt.decayed.dtype == np.float32  # the update stays in the parameters' dtype
+    grads = pack({name: np.ones_like(p) for name, p in params.items()})
+    opt.step(params, grads, 1e-3)
+    assert opt.m.dtype == opt.v.dtype == np.float32  # the update stays in the parameters' dtype
+    assert all(p.dtype == np.float32 for p in params.values())
