@@ -12,10 +12,12 @@ with their provenance; without --checkpoint they are read back from that file. T
 imported from the tests, so pytest must be installed (pip install -e ".[test]").
 
 A widget's file:
-    title, caption      what the example is and where its numbers come from
+    title, try          what the example is, and what to try in it and notice
+    caption             where its numbers come from (folded at the bottom of the example)
     controls            [{name, label, options: [[value, label], ...], initial, slider, needs}]
     tables              {name: {by: [control names], cases: {"v1|v2": {field: value}}}}
-    panels              [{field, title, kind, wrong, compare, row, bars}]: what the page shows, in order
+    panels              [{field, title, kind, wrong, compare, row, bars, group}]: what the page shows, in
+                        order; consecutive panels of one group ("forward", "backward", ...) are boxed together
 Non-finite numbers are written as the strings "inf", "-inf" and "nan", which JSON cannot hold.
 """
 
@@ -86,14 +88,19 @@ def key(*values):
     return "|".join(str(v) for v in values)
 
 
-def panel(field, title, kind="matrix", wrong=False, compare=None, row=None, bars=()):
-    """kind: matrix (a number, a vector or a matrix), columns (a table of the fields listed in
-    `field`, under the labels listed in `title`), or note (a sentence). wrong: a naive step, drawn in
-    red; compare: a field whose differing entries this panel marks (for columns, {naive column: the
-    right one}); row: the control whose value is the row to mark; bars: the columns whose
-    probabilities are drawn as bars too."""
+def panel(field, title, kind="matrix", wrong=False, compare=None, row=None, bars=(), group=""):
+    """kind: matrix (a number, a vector or a matrix), heatmap (a matrix of weights in [0, 1], each
+    cell shaded by its value), columns (a table of the fields listed in `field`, under the labels
+    listed in `title`), note (a sentence), or draw (a button that draws tokens from the columns'
+    `bars[-1]` probabilities and `field`, the probability of the tokens not listed). wrong: a naive
+    step, drawn in red; compare: a field whose differing entries this panel marks (for columns,
+    {naive column: the right one}); row: the control whose value is the row to mark; bars: the
+    columns whose probabilities are drawn as bars too; group: the box the panel is shown in."""
     return {"field": field, "title": title, "kind": kind, "wrong": wrong, "compare": compare, "row": row,
-            "bars": list(bars)}
+            "bars": list(bars), "group": group}
+
+
+FORWARD, BACKWARD = "forward", "backward"
 
 
 # --- 01 embeddings ----------------------------------------------------------------------------
@@ -133,6 +140,9 @@ def embeddings():
             cases[key(T, *ids, *["-"] * (Tmax - T))] = embedding_case(params, np.array(ids))
     return {
         "title": "Pick ids, and follow them both ways",
+        "try": "The page starts with id 2 at positions 0 and 2: notice row 2 of grads[\"tok_emb\"] is dX0[0] + dX0[2], "
+               "while the naive += (in red) keeps only dX0[2]. Set ids[2] to 1 and the two agree again, since no id "
+               "repeats.",
         "caption": "The tables and dX0 are the hand-picked numbers of test_embedding_worked_example and "
                    "test_embedding_backward_sums_repeated_ids, and dX0 is chosen by hand, not computed from a "
                    "loss. Every other number is embed_forward and embed_backward run on your choice. The "
@@ -141,13 +151,15 @@ def embeddings():
             control(f"id{t}", f"ids[{t}]", range(V), initial=[2, 0, 2][t], needs=["T", t]) for t in range(Tmax)],
         "tables": {"static": {"by": [], "cases": {"": {"ids": list(range(V)), "tok_emb": params["tok_emb"]}}},
                    "choice": {"by": ["T"] + [f"id{t}" for t in range(Tmax)], "cases": cases}},
-        "panels": [panel(["ids", "tok_emb", "selected"], ["Id", "Row of tok_emb", "Selected at"], "columns"),
-                   panel("tok_rows", "tok_emb[ids]"), panel("pos_rows", "pos_emb[:T]"),
-                   panel("X0", "X0 = embed_forward(params, ids), their sum"),
-                   panel("note", "", "note"), panel("dX0", "dX0, chosen by hand"),
-                   panel("grad_tok", 'grads["tok_emb"], np.add.at'),
-                   panel("grad_pos", 'grads["pos_emb"], rows from T on stay 0'),
-                   panel("wrong", 'Wrong: grads["tok_emb"][ids] += dX0', wrong=True, compare="grad_tok")],
+        "panels": [panel(["ids", "tok_emb", "selected"], ["Id", "Row of tok_emb", "Selected at"], "columns",
+                         group=FORWARD),
+                   panel("tok_rows", "tok_emb[ids]", group=FORWARD), panel("pos_rows", "pos_emb[:T]", group=FORWARD),
+                   panel("X0", "X0 = embed_forward(params, ids), their sum", group=FORWARD),
+                   panel("note", "", "note", group=BACKWARD), panel("dX0", "dX0, chosen by hand", group=BACKWARD),
+                   panel("grad_tok", 'grads["tok_emb"], np.add.at', group=BACKWARD),
+                   panel("grad_pos", 'grads["pos_emb"], rows from T on stay 0', group=BACKWARD),
+                   panel("wrong", 'Wrong: grads["tok_emb"][ids] += dX0', wrong=True, compare="grad_tok",
+                         group=BACKWARD)],
     }
 
 
@@ -177,7 +189,21 @@ def layernorm_case(row, move, gain_choice):
         naive_out, (_, naive_rstd, _) = layernorm_forward(x, gain, shift, 0.0)
     return {"x": x[0], "gain": gain, "mean": x[0].mean(), "variance": 1 / rstd[0, 0] ** 2 - EPS,
             "rstd": rstd[0, 0], "xhat": xhat[0], "out": out[0], "dout": dout[0], "dx": dx[0], "dgain": dgain,
-            "dshift": dshift, "naive_rstd": naive_rstd[0, 0], "naive_out": naive_out[0]}
+            "dshift": dshift, "naive_rstd": naive_rstd[0, 0], "naive_out": naive_out[0],
+            "why": dx_note(rstd[0, 0], dx[0])}
+
+
+def dx_note(rstd, dx):
+    """Why dx is as large as it is: rstd multiplies the whole backward.
+
+    Example: a constant row (variance 0) -> "... rstd = 1 / sqrt(0 + eps) = 316.2 ..."
+    """
+    spread = "This row has no spread: its variance is 0, so rstd = 1 / sqrt(0 + eps)" if rstd > 100 else "rstd"
+    large = (" A change of 0.01 in one entry moves xhat by about {:.1f}: layer norm blows the smallest difference "
+             "of a flat row up to unit size, so dx is large.".format(0.01 * rstd) if rstd > 100 else "")
+    return (f"{spread} = {rstd:.4g}, and dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) is scaled by it: its "
+            f"largest entry is {np.abs(dx).max():.4g}.{large} dx sums to {abs(round(dx.sum(), 4)):g}: adding the same number "
+            f"to every entry of x changes nothing.")
 
 
 def layernorm():
@@ -185,6 +211,9 @@ def layernorm():
     cases = {key(r, m, g): layernorm_case(r, m, g) for r in range(3) for m in LN_MOVES for g in ("page", "ones")}
     return {
         "title": "Pick a row, move one number, and follow it both ways",
+        "try": "Drag \"add to x[0]\": the mean and variance move, yet xhat keeps mean 0 and variance 1, and dx "
+               "always sums to 0. Then pick the constant row and notice dx jump into the hundreds: a row with no "
+               f"spread has rstd = 1 / sqrt(eps) = {1 / math.sqrt(EPS):.0f}, and rstd multiplies the whole backward.",
         "caption": "The rows, gain, shift and dout are the hand-picked numbers of "
                    "test_layernorm_forward_worked_example and test_layernorm_backward_worked_example; the "
                    "constant row is test_layernorm_eps_keeps_a_constant_row_finite's, with row 0's dout. Every "
@@ -195,13 +224,17 @@ def layernorm():
                      control("gain", "gain", ("page", "ones"), ("the page's [1, 2, 0.5, 1]", "1 everywhere"))],
         "tables": {"static": {"by": [], "cases": {"": {"shift": shift}}},
                    "choice": {"by": ["row", "move", "gain"], "cases": cases}},
-        "panels": [panel("x", "x, one row (C = 4)"), panel("mean", "mean"), panel("variance", "variance"),
-                   panel("rstd", "rstd = 1 / sqrt(variance + eps)"), panel("xhat", "xhat = (x - mean) * rstd"),
-                   panel("gain", "gain"), panel("shift", "shift"), panel("out", "out = xhat * gain + shift"),
-                   panel("dout", "dout, chosen by hand"), panel("dx", "dx"), panel("dgain", "dgain, this row"),
-                   panel("dshift", "dshift, this row"),
-                   panel("naive_rstd", "Without eps: rstd = 1 / sqrt(variance)", wrong=True, compare="rstd"),
-                   panel("naive_out", "Without eps: out", wrong=True, compare="out")],
+        "panels": [panel("x", "x, one row (C = 4)", group=FORWARD), panel("mean", "mean", group=FORWARD),
+                   panel("variance", "variance", group=FORWARD),
+                   panel("rstd", "rstd = 1 / sqrt(variance + eps)", group=FORWARD),
+                   panel("xhat", "xhat = (x - mean) * rstd", group=FORWARD), panel("gain", "gain", group=FORWARD),
+                   panel("shift", "shift", group=FORWARD), panel("out", "out = xhat * gain + shift", group=FORWARD),
+                   panel("dout", "dout, chosen by hand", group=BACKWARD), panel("dx", "dx", group=BACKWARD),
+                   panel("dgain", "dgain, this row", group=BACKWARD), panel("dshift", "dshift, this row", group=BACKWARD),
+                   panel("why", "", "note", group=BACKWARD),
+                   panel("naive_rstd", "Without eps: rstd = 1 / sqrt(variance)", wrong=True, compare="rstd",
+                         group="without eps"),
+                   panel("naive_out", "Without eps: out", wrong=True, compare="out", group="without eps")],
     }
 
 
@@ -211,7 +244,8 @@ ATTENTION_SCALES = (0, 0.5, 1, 2, 5, 10, 100, 1000)  # Wq = s I
 
 
 def attention_rows(x, scale):
-    """Each head's and query position's row of the page's example, with Wq = scale * I and dout = 1."""
+    """Each head's and query position's row of the page's example, with Wq = scale * I and dout = 1,
+    and each head's whole T x T map of attention weights."""
     p = identity_attention_params()
     p["Wq"] = scale * p["Wq"]
     out, cache = attention_forward(x, p, 2)
@@ -224,7 +258,7 @@ def attention_rows(x, scale):
     dscores = softmax_backward(dattn, attn) / math.sqrt(hs)
     _, grads = attention_backward(np.ones_like(out), cache)
     mask = causal_mask(T, T, x.dtype)
-    cases = {}
+    cases, maps = {}, {key(h, scale): {"weights": attn[0, h]} for h in range(nh)}
     for h, t in product(range(nh), range(T)):
         scores = q[0, h, t] @ k[0, h].T / math.sqrt(hs)  # the forward's scores, from its cached q and k
         masked = scores + mask[t]
@@ -234,16 +268,21 @@ def attention_rows(x, scale):
             "q": q[0, h, t], "k": k[0, h, :, 0], "v": v[0, h, :, 0], "scores": scores, "mask": mask[t],
             "masked": masked, "attn": attn[0, h, t], "naive": naive, "out": out[0, t, h], "dattn": dattn[0, h, t],
             "dscores": dscores[0, h, t], "dbq": grads["bq"][h]}
-    return cases
+    return cases, maps
 
 
 def attention():
     x = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])  # test_attention_worked_example
-    cases = {}
+    cases, maps = {}, {}
     for scale in ATTENTION_SCALES:
-        cases.update(attention_rows(x, scale))
+        rows, weights = attention_rows(x, scale)
+        cases.update(rows)
+        maps.update(weights)
     return {
         "title": "Pick a head, a query position and a scale",
+        "try": "Slide the scale s up: every row of the map sharpens from an even average onto its largest score, "
+               "and from s = 1000 the naive softmax (in red) gives nan while the shifted one stays exact. Notice "
+               "the map's upper right is always 0: the causal mask keeps each query from the keys after it.",
         "caption": "x = [[1, 0], [0, 1], [1, 1]], two heads of one dimension and Wk = Wv = Wo = I: the "
                    "hand-picked example of test_attention_worked_example, whose scores the scale s multiplies "
                    "through Wq = s I. dout = 1 everywhere, as in test_attention_backward_worked_example. Every "
@@ -251,16 +290,22 @@ def attention():
                    "your choice.",
         "controls": [control("head", "head", range(2)), control("t", "query position t", range(3), initial=2),
                      control("scale", "scale s", ATTENTION_SCALES, initial=1, slider=True)],
-        "tables": {"choice": {"by": ["head", "t", "scale"], "cases": cases}},
-        "panels": [panel("q", "q_t, this head's query"), panel("k", "k, this head's keys (one per position)"),
-                   panel("scores", "scores = q_t k^T / sqrt(hs)"), panel("mask", "causal_mask row t"),
-                   panel("masked", "scores + mask"),
-                   panel("attn", "attention weights: softmax, shifted by the row's largest"),
-                   panel("naive", "Naive: exp(scores) / sum(exp(scores)), no shift", wrong=True, compare="attn"),
-                   panel("v", "v, this head's values"), panel("out", "this head's output, attn row t @ v"),
-                   panel("dattn", "dattn = dheads @ v^T, row t"),
-                   panel("dscores", "dscores = softmax_backward(dattn, attn) / sqrt(hs), row t"),
-                   panel("dbq", 'grads["bq"] of this head: dq summed over every position')],
+        "tables": {"choice": {"by": ["head", "t", "scale"], "cases": cases},
+                   "maps": {"by": ["head", "scale"], "cases": maps}},
+        "panels": [panel("weights", "this head's attention weights, queries down, keys across; row t marked",
+                         "heatmap", row="t", group=FORWARD),
+                   panel("q", "q_t, this head's query", group=FORWARD),
+                   panel("k", "k, this head's keys (one per position)", group=FORWARD),
+                   panel("scores", "scores = q_t k^T / sqrt(hs)", group=FORWARD),
+                   panel("mask", "causal_mask row t", group=FORWARD), panel("masked", "scores + mask", group=FORWARD),
+                   panel("attn", "attention weights: softmax, shifted by the row's largest", group=FORWARD),
+                   panel("naive", "Naive: exp(scores) / sum(exp(scores)), no shift", wrong=True, compare="attn",
+                         group=FORWARD),
+                   panel("v", "v, this head's values", group=FORWARD),
+                   panel("out", "this head's output, attn row t @ v", group=FORWARD),
+                   panel("dattn", "dattn = dheads @ v^T, row t", group=BACKWARD),
+                   panel("dscores", "dscores = softmax_backward(dattn, attn) / sqrt(hs), row t", group=BACKWARD),
+                   panel("dbq", 'grads["bq"] of this head: dq summed over every position', group=BACKWARD)],
     }
 
 
@@ -290,22 +335,28 @@ def mlp():
     labels = [f"{x:g}" for x in GELU_XS]
     return {
         "title": "Pick x, and follow GELU both ways",
+        "try": "Slide x below 0: GELU(x) dips under 0, lowest near x = -0.75, where dy/dx crosses 0, which ReLU never "
+               "does. Notice the red slope, which forgets that tanh u depends on x, is off most near x = 1 and -1, "
+               "and that the true dy/dx rises above 1 between them and 3.",
         "caption": "Every number is gelu_forward, gelu_backward, mlp_forward and mlp_backward run at your x; u "
                    "and du/dx are written out from the constants GELU_SCALE and GELU_CUBIC that gelu_forward "
                    "uses. The MLP is the hand-picked one of test_mlp_worked_example (W1 = [[1, -1]], b1 = 0, "
                    "W2 = [[1], [1]], b2 = 0.5) with dout = 1; the page's table is x = 1.",
         "controls": [control("x", "x", labels, initial="1", slider=True)],
         "tables": {"choice": {"by": ["x"], "cases": cases}},
-        "panels": [panel("u", "u = sqrt(2/pi) (x + 0.044715 x^3)"), panel("tanh_u", "tanh u"),
-                   panel("y", "GELU(x) = 0.5 x (1 + tanh u)"),
-                   panel("through_x", "dy/dx through the factor x: 0.5 (1 + tanh u)"), panel("du_dx", "du/dx"),
-                   panel("through_u", "dy/dx through u: 0.5 x (1 - tanh^2 u) du/dx"),
-                   panel("dy_dx", "dy/dx = gelu_backward(1, cache), the two added"),
+        "panels": [panel("u", "u = sqrt(2/pi) (x + 0.044715 x^3)", group=FORWARD),
+                   panel("tanh_u", "tanh u", group=FORWARD), panel("y", "GELU(x) = 0.5 x (1 + tanh u)", group=FORWARD),
+                   panel("through_x", "dy/dx through the factor x: 0.5 (1 + tanh u)", group=BACKWARD),
+                   panel("du_dx", "du/dx", group=BACKWARD),
+                   panel("through_u", "dy/dx through u: 0.5 x (1 - tanh^2 u) du/dx", group=BACKWARD),
+                   panel("dy_dx", "dy/dx = gelu_backward(1, cache), the two added", group=BACKWARD),
                    panel("wrong", "Wrong: 0.5 (1 + tanh u) alone, as if tanh u did not depend on x", wrong=True,
-                         compare="dy_dx"),
-                   panel("hidden", "MLP: hidden = x W1 + b1"), panel("activated", "GELU(hidden)"),
-                   panel("mlp_out", "MLP output = GELU(hidden) W2 + b2"),
-                   panel("db1", "db1 = dhidden = GELU'(hidden), with dout = 1"), panel("mlp_dx", "MLP dx")],
+                         compare="dy_dx", group=BACKWARD),
+                   panel("hidden", "MLP: hidden = x W1 + b1", group="the MLP around it"),
+                   panel("activated", "GELU(hidden)", group="the MLP around it"),
+                   panel("mlp_out", "MLP output = GELU(hidden) W2 + b2", group="the MLP around it"),
+                   panel("db1", "db1 = dhidden = GELU'(hidden), with dout = 1", group="the MLP around it"),
+                   panel("mlp_dx", "MLP dx", group="the MLP around it")],
     }
 
 
@@ -349,6 +400,9 @@ def block():
     cases = {key(m, t): block_case(m == "on", t) for m in ("off", "on") for t in range(BLOCK_X.shape[1])}
     return {
         "title": "Pick the position the loss reads, and follow the residual stream both ways",
+        "try": "Move the position the loss reads: every row of dx after it is 0, because the causal mask keeps later "
+               "positions out of its output. Turn the MLP on and notice dx = dx_mid + the attention branch still "
+               "holds, the residual path adding dout to each branch's share.",
         "caption": "The block of test_block_residual_worked_example (width 3, one head, Wv = Wo = I, Wq = Wk = 0, "
                    "so attention averages LN1 of the positions each one sees), on three positions whose first "
                    "is the page's x = [1, 2, 3]. The loss reads one position: dout is the page's [1, 0, 0] there "
@@ -358,16 +412,16 @@ def block():
         "controls": [control("reads", "the loss reads position", range(BLOCK_X.shape[1])),
                      control("mlp", "MLP branch", ("off", "on"), ("off, W2 = 0 (the page)", "on, W1 and W2 drawn"))],
         "tables": {"choice": {"by": ["mlp", "reads"], "cases": cases}},
-        "panels": [panel("x", "x, the residual stream into the block (T = 3, C = 3)", row="reads"),
-                   panel("attended", "attention branch: attention(LN1(x))", row="reads"),
-                   panel("x_mid", "x_mid = x + attention branch", row="reads"),
-                   panel("fed", "MLP branch: MLP(LN2(x_mid))", row="reads"),
-                   panel("out", "out = x_mid + MLP branch", row="reads"),
-                   panel("dout", "dout, from the loss", row="reads"),
-                   panel("mlp_branch", "through the MLP branch: LN2's backward of the MLP's", row="reads"),
-                   panel("dx_mid", "dx_mid = dout + the MLP branch", row="reads"),
-                   panel("attn_branch", "through the attention branch: LN1's backward of attention's", row="reads"),
-                   panel("dx", "dx = dx_mid + the attention branch (block_backward)", row="reads")],
+        "panels": [panel("x", "x, the residual stream into the block (T = 3, C = 3)", row="reads", group=FORWARD),
+                   panel("attended", "attention branch: attention(LN1(x))", row="reads", group=FORWARD),
+                   panel("x_mid", "x_mid = x + attention branch", row="reads", group=FORWARD),
+                   panel("fed", "MLP branch: MLP(LN2(x_mid))", row="reads", group=FORWARD),
+                   panel("out", "out = x_mid + MLP branch", row="reads", group=FORWARD),
+                   panel("dout", "dout, from the loss", row="reads", group=BACKWARD),
+                   panel("mlp_branch", "through the MLP branch: LN2's backward of the MLP's", row="reads", group=BACKWARD),
+                   panel("dx_mid", "dx_mid = dout + the MLP branch", row="reads", group=BACKWARD),
+                   panel("attn_branch", "through the attention branch: LN1's backward of attention's", row="reads", group=BACKWARD),
+                   panel("dx", "dx = dx_mid + the attention branch (block_backward)", row="reads", group=BACKWARD)],
     }
 
 
@@ -395,6 +449,9 @@ def output():
     cases = {key(t, s, n): output_case(t, s, n) for t in range(3) for s in OUTPUT_SCALES for n in (1, 2)}
     return {
         "title": "Pick the target and a scale of the logits",
+        "try": "Slide the scale s to 1000: the shifted softmax still gives exact probabilities, while the naive exp "
+               "overflows to inf and its loss to nan. Change the target and notice dlogits is probs with 1 taken off "
+               "at the target, so it sums to 0; with N = 2 rows each row's share is halved.",
         "caption": "The logits are s times [1, 2, 3], the hand-picked row of test_cross_entropy_one_row_by_hand; "
                    "with N = 2 the row is there twice with the same target, as in "
                    "test_cross_entropy_two_rows_divides_by_n. Every number is cross_entropy_forward and "
@@ -403,12 +460,16 @@ def output():
                      control("scale", "scale s", OUTPUT_SCALES, initial=1, slider=True),
                      control("rows", "rows N", (1, 2))],
         "tables": {"choice": {"by": ["target", "scale", "rows"], "cases": cases}},
-        "panels": [panel("logits", "logits, one row"), panel("shifted", "shifted = logits - max: all <= 0"),
-                   panel("probs", "probs = exp(shifted) / sum"), panel("loss", "loss = mean of -log probs[target]"),
-                   panel("onehot", "onehot(target)"), panel("dlogits", "dlogits = (probs - onehot) / N, one row"),
-                   panel("naive_exps", "Naive: exp(logits), no shift", wrong=True),
-                   panel("naive_probs", "Naive probs", wrong=True, compare="probs"),
-                   panel("naive_loss", "Naive loss = -log(naive probs[target])", wrong=True, compare="loss")],
+        "panels": [panel("logits", "logits, one row", group=FORWARD),
+                   panel("shifted", "shifted = logits - max: all <= 0", group=FORWARD),
+                   panel("probs", "probs = exp(shifted) / sum", group=FORWARD),
+                   panel("loss", "loss = mean of -log probs[target]", group=FORWARD),
+                   panel("onehot", "onehot(target)", group=BACKWARD),
+                   panel("dlogits", "dlogits = (probs - onehot) / N, one row", group=BACKWARD),
+                   panel("naive_exps", "Naive: exp(logits), no shift", wrong=True, group="without the shift"),
+                   panel("naive_probs", "Naive probs", wrong=True, compare="probs", group="without the shift"),
+                   panel("naive_loss", "Naive loss = -log(naive probs[target])", wrong=True, compare="loss",
+                         group="without the shift")],
     }
 
 
@@ -465,7 +526,10 @@ def sampling(source):
     cases = {key(t, k, p): sampling_case(logits, shown, t, k, p) for t in TEMPERATURES for k in TOP_KS for p in TOP_PS}
     s = source["provenance"]
     return {
-        "title": "Pick a temperature, a top-k and a top-p",
+        "title": "Pick a temperature, a top-k and a top-p, and draw",
+        "try": f"Lower the temperature and watch the bars crowd onto the likeliest token, {source['texts'][0]!r}; set top-k to 3 and every "
+               f"token past the third drops to 0. Press \"draw 5 tokens\" to sample from filtered_probs as "
+               f"generate.py does: only kept tokens ever come out, the likely ones most often.",
         "caption": f"The next-token logits of a real checkpoint (run {s['run']}, {s['steps']:,} steps on "
                    f"{s['corpus']}; model.npz sha256 {s['model.npz sha256'][:12]}) after the prompt "
                    f"\"{source['prompt']}\", page 10's figure. Every probability is filtered_probs run on your "
@@ -484,7 +548,8 @@ def sampling(source):
                           "Naive: no shift"], "columns",
                          compare={"naive": "before"}, bars=["before", "filtered"]),
                    panel("filtered_rest", f"filtered_probs of the other {len(logits) - SHOWN} tokens together"),
-                   panel("kept", "tokens kept")],
+                   panel("kept", "tokens kept"),
+                   panel("filtered_rest", "draw 5 tokens", "draw", bars=["texts", "filtered"])],
     }
 
 

@@ -39,7 +39,7 @@ from errors import InputError  # noqa: E402
 Sampling = generate.Sampling  # imported through generate, wherever it is defined
 
 TRAINING_TEXT = """Hello world! It's the cat's hat; we'll see, they've said, I'm here and you'd know.
-Numbers: 1234567 and 3.14159, 2024-06-01, 10,000.   Runs   of    spaces   and	tabs.
+Numbers: 1234567 and 3.14159, 2024-06-01, 10,000.   Runs   of    spaces   and\ttabs.
 naïve café résumé Ærø, Ελληνικά, русский, 日本語のテキスト, 한국어, عربي, हिन्दी.
 Emoji: 🤖🤖 🎉 👍🏽 🇫🇷 and ❤️ in a line.
 

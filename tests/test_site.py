@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import site_tools
+
 REPO = Path(__file__).resolve().parent.parent
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\[|\\[A-Za-z]+\{|\\(?:frac|sum|mathrm|partial|cdot|odot|sqrt|top|in)\b")
 
@@ -263,3 +265,60 @@ def test_a_missing_tool_skips_with_its_reason_and_fails_under_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI=true: the browser tests must run"):
         missing("no Chromium at /nowhere")
+
+
+# A picture's smallest label as the screen shows it: the SVG is loaded inline at the width its <img> is
+# drawn at, and each <text>'s font size is scaled by (drawn width / viewBox width).
+SMALLEST_LABELS = """async () => Promise.all([...document.querySelectorAll("article img[src$='.svg']")].map(async img => {
+    img.loading = "eager";
+    await img.decode().catch(() => {});
+    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), "image/svg+xml").documentElement;
+    const drawn = img.getBoundingClientRect().width;
+    const inline = document.body.appendChild(document.importNode(svg, true));
+    const scale = drawn / inline.viewBox.baseVal.width;
+    const sizes = [...inline.querySelectorAll("text")].map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+    inline.remove();
+    const link = img.closest("a");
+    return {src: img.getAttribute("src"), smallest: Math.min(...sizes), labels: sizes.length,
+            link: link ? new URL(link.getAttribute("href"), location.href).href === img.src : false};
+}))"""
+
+
+@pytest.mark.parametrize("width", [1280, 400])
+def test_every_pictures_labels_read_at_10_px_and_it_opens_full_size(site, browser, width):
+    seen, small = {}, {}
+    for path in site.pages():
+        if path.startswith("source/"):
+            continue
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(site.url(path), wait_until="load")
+        site_tools.typeset(page)
+        for picture in page.evaluate(SMALLEST_LABELS):
+            seen[picture["src"].rsplit("/", 1)[-1]] = round(picture["smallest"], 1)
+            assert picture["labels"] > 0 and picture["link"], f"{path}: {picture['src']} is not a link to itself"
+            if picture["smallest"] < 10 - 1e-3:  # a viewBox is read as 32-bit floats
+                small[picture["src"]] = round(picture["smallest"], 1)
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= width + 2, f"{path}: a picture widens the page"
+        page.close()
+    print(f"smallest label per picture at {width} px: {seen}")
+    assert {"model.svg", "attention.svg", "block.svg", "next_token.svg"} <= set(seen), seen
+    assert not small, f"labels under 10 px on screen: {small}"
+
+
+TOC_AND_FOLDS = """() => ({
+    toc: [...document.querySelectorAll("nav.md-nav--secondary a.md-nav__link")].map(a => a.hash.slice(1)),
+    folded: [...document.querySelectorAll("article details :is(h2, h3, h4)[id]")].map(h => h.id),
+    sections: [...document.querySelectorAll("article > h2[id]")].map(h => h.id),
+})"""
+
+
+def test_the_table_of_contents_leaves_out_the_headings_inside_folds(open_site_page):
+    for path in ("01-embeddings/", "03-attention/"):
+        visit = open_site_page(path)
+        seen = visit.page.evaluate(TOC_AND_FOLDS)
+        assert len(seen["folded"]) > 5, "no headings inside <details> left to check"
+        assert not set(seen["toc"]) & set(seen["folded"]), f"{path}: folded headings in the table of contents"
+        assert set(seen["sections"]) <= set(seen["toc"]), f"{path}: a section is missing from the table of contents"
+        visit.page.goto(visit.page.url.split("#")[0] + "#" + seen["folded"][0])  # a folded heading's anchor still lands
+        assert visit.page.evaluate(f"document.getElementById({seen['folded'][0]!r}) !== null")
+        visit.page.close()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import config
+import site_tools
 from generate import Sampling, filtered_probs
 from test_examples_layers import EPS, identity_attention_params, layernorm_example
 from test_examples_model import residual_block
@@ -430,3 +431,92 @@ def test_a_widget_whose_data_is_missing_says_so(browser, site):
         assert "python docs/make_widgets.py" in message.inner_text()
     finally:
         page.close()
+
+
+# --- what a learner meets first, and on a narrow screen ------------------------------------------
+
+def test_each_widget_opens_with_what_to_try_and_folds_where_its_numbers_come_from(open_site_page):
+    for name in PAGES:
+        spec = committed(name)
+        _, widget = open_widget(open_site_page, name)
+        first = widget.evaluate("w => [...w.children].slice(0, 2).map(e => [e.className, e.textContent])")
+        assert first == [["w-title", spec["title"]], ["w-try", spec["try"]]], name
+        assert "notice" in spec["try"].lower() or "watch" in spec["try"].lower(), f"{name}: say what to notice"
+        source = widget.locator("details.w-source")
+        assert source.evaluate("d => d === d.parentElement.lastElementChild && !d.open"), f"{name}: fold it, last"
+        assert source.locator("summary").inner_text() == "Where these numbers come from"
+        assert source.locator(".w-caption").text_content() == spec["caption"]
+        assert "test_" in spec["caption"] or "sha256" in spec["caption"], f"{name}: the provenance moved"
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_a_widgets_page_fits_a_narrow_screen(browser, site, name):
+    page = browser.new_page(viewport={"width": 400, "height": 900})
+    try:
+        page.goto(site.url(f"{PAGES[name]}/"), wait_until="load")
+        site_tools.typeset(page)
+        page.wait_for_function(f"""() => document.querySelector('div.widget[data-widget="{name}"]')
+                                   .dataset.ready === "true" """)
+        width = page.evaluate("document.scrollingElement.scrollWidth")
+        assert width <= 400 + 2, f"{PAGES[name]} is {width} px wide on a 400 px screen"
+    finally:
+        page.close()
+
+
+def test_the_attention_widget_draws_the_heads_map_of_weights(open_site_page):
+    _, widget = open_widget(open_site_page, "attention")
+    for head, t, scale in [(0, 2, 1), (1, 1, 0), (1, 0, 10), (0, 2, 1000)]:
+        choose(widget, "attention", "head", head)
+        choose(widget, "attention", "t", t)
+        choose(widget, "attention", "scale", scale)
+        x = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+        p = identity_attention_params()
+        p["Wq"] = scale * p["Wq"]
+        _, cache = attention_forward(x, p, 2)
+        assert_shows(widget, "weights", cache[4][0, head])  # the whole T x T map of this head
+        heatmap = widget.locator('figure[data-field="weights"]')
+        assert heatmap.locator("tr.w-marked").evaluate("tr => tr.rowIndex") == t + 1  # under the keys' row
+        shades = heatmap.evaluate("f => [...f.querySelectorAll('td')].map(td => td.style.background)")
+        assert shades[1] == "rgba(63, 81, 181, 0)" and shades[0] != shades[1]  # a weight of 0, and not
+
+
+def test_the_layernorm_widget_groups_forward_and_backward_and_explains_a_constant_row(open_site_page):
+    _, widget = open_widget(open_site_page, "layernorm")
+    groups = widget.evaluate("""w => Object.fromEntries([...w.querySelectorAll("section.w-group")].map(g =>
+        [g.dataset.group, [...g.querySelectorAll("figure")].map(f => f.dataset.field)]))""")
+    assert groups["forward"][0] == "x" and "out" in groups["forward"] and "dx" not in groups["forward"]
+    assert groups["backward"][:2] == ["dout", "dx"] and groups["without eps"] == ["naive_rstd", "naive_out"]
+    choose(widget, "layernorm", "row", 2)
+    choose(widget, "layernorm", "move", 0)
+    expected = layernorm_expected(2, 0, "page")
+    rstd = layernorm_forward(expected["x"][None], *layernorm_example()[1:], EPS)[1][1][0, 0]
+    note = widget.locator('figure[data-field="why"]').inner_text()
+    assert f"rstd = 1 / sqrt(0 + eps) = {rstd:.4g}" in note and round(rstd, 1) == 316.2
+    assert f"largest entry is {np.abs(expected['dx']).max():.4g}" in note
+    choose(widget, "layernorm", "row", 0)
+    assert "no spread" not in widget.locator('figure[data-field="why"]').inner_text()
+
+
+def drawn_indices(widget, presses):
+    """Press the sampling widget's draw button `presses` times: the index of each token drawn (12: one not listed)."""
+    button, indices = widget.locator('figure[data-field="draw"] button'), []
+    for _ in range(presses):
+        button.click()
+        indices += [int(i) for i in widget.locator(".w-token").evaluate_all("ts => ts.map(t => t.dataset.index)")]
+    return np.array(indices)
+
+
+def test_the_sampling_widget_draws_only_kept_tokens_as_often_as_it_shows(open_site_page):
+    _, widget = open_widget(open_site_page, "sampling")
+    source = sampling_source()
+    logits, ids = np.array(source["logits"]), source["ids"]
+    for choice in [(1, 3, 1), (0.8, 0, 0.9), (0, 0, 1), (2, 0, 1)]:
+        for control, value in zip(("temperature", "top_k", "top_p"), choice):
+            choose(widget, "sampling", control, value)
+        probs = filtered_probs(logits, Sampling(*choice))
+        shown_probs = np.append(probs[ids], 1 - probs[ids].sum())  # the listed tokens, then all others together
+        drawn = drawn_indices(widget, 40)
+        assert len(drawn) == 200 and (shown_probs[drawn] > 0).all(), f"{choice}: a token that was cut came out"
+        frequencies = np.bincount(drawn, minlength=len(shown_probs)) / len(drawn)
+        assert np.allclose(frequencies, shown_probs, atol=0.1), f"{choice}: drawn {frequencies}, shown {shown_probs}"
+    assert widget.locator(".w-drawn").inner_text().startswith("seed 160: ")  # seeded: each press the next seed

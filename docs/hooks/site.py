@@ -6,10 +6,15 @@
 - MathJax is served from the files of the django-static-mathjax package (MathJax 3), copied into
   the site, so formulas render with no network.
 - The navigation's "Engineering" shelf is every page of docs/engineering/, in the order below.
+- The headings inside a folded <details> block (the reference under each section) stay out of the
+  table of contents; their anchors stay on the page, so links to them keep landing.
+- Every picture of docs/figures/ is shown at least wide enough for its smallest label to be
+  READABLE_PX on screen, in a frame that scrolls sideways where the column is narrower.
 """
 
 import html
 import logging
+import math
 import posixpath
 import re
 from pathlib import Path
@@ -28,6 +33,12 @@ SOURCE_DIR = "source"  # the rendered copies live at source/<path of the file>/
 MATHJAX_DIR = "javascripts/mathjax"
 SHELF = "engineering"
 SHELF_ORDER = ["processes.md", "runs.md", "tokenizer-files.md", "performance.md"]  # others follow by name
+DETAILS = re.compile(r"<details\b.*?</details>", re.S)
+HEADING_ID = re.compile(r"<h[1-6][^>]*\bid=\"([^\"]+)\"")
+FIGURE = re.compile(r'(?:<a href="[^"]*\.svg"[^>]*>)?<img [^>]*\bsrc="[^"]*\bfigures/([\w.-]+\.svg)"[^>]*>(?:</a>)?')
+SVG_SIZE = re.compile(r'<svg [^>]*\bwidth="([\d.]+)pt"[^>]*\bviewBox="0 0 ([\d.]+) ')
+FONT_SIZE = re.compile(r"font-size: ?([\d.]+)px")
+READABLE_PX = 10  # the smallest label a learner reads without zooming
 
 
 def repo_root(config):
@@ -143,3 +154,46 @@ def on_page_markdown(markdown, page, config, files):
             line = link_citations(line, page_dir)
         lines.append(line)
     return "\n".join(lines)
+
+
+def folded_ids(page_html):
+    """The ids of the headings inside <details> blocks. Example: '<details><h3 id="a">' -> {'a'}"""
+    return {m[1] for block in DETAILS.findall(page_html) for m in HEADING_ID.finditer(block)}
+
+
+def unfolded(entries, hidden):
+    """The table of contents without the entries in hidden; a hidden entry's children go with it."""
+    kept = [entry for entry in entries if entry.id not in hidden]
+    for entry in kept:
+        entry.children = unfolded(entry.children, hidden)
+    return kept
+
+
+def readable_width(svg):
+    """How an SVG of matplotlib's is drawn so that its smallest label is READABLE_PX on screen, as CSS:
+    its natural size (pt, 4/3 px each) where the column has room, and never narrower than the width
+    at which that label reads. Example: viewBox width 748.8, smallest font 7 -> max(min(100%, 998.4px), 1070px)"""
+    size = SVG_SIZE.search(svg)
+    natural, units = float(size[1]) * 4 / 3, float(size[2])
+    smallest = min(float(f) for f in FONT_SIZE.findall(svg))
+    readable = math.ceil(units * READABLE_PX / smallest)  # whole pixels, rounded up, so no label falls under
+    return f"width: max(min(100%, {natural:.1f}px), {readable}px); max-width: none"
+
+
+def framed_figures(page_html, figures_dir):
+    """Each picture of figures_dir (with the link around it) in a frame that scrolls sideways, sized by readable_width."""
+    def frame(match):
+        svg = Path(figures_dir, match[1])
+        if not svg.is_file():
+            return match[0]
+        sized = re.sub(r"<img ", f'<img style="{readable_width(svg.read_text(encoding="utf-8"))}" ', match[0], count=1)
+        return f'<span class="figure-frame">{sized}</span>'
+
+    return FIGURE.sub(frame, page_html)
+
+
+def on_page_content(page_html, page, config, files):
+    hidden = folded_ids(page_html)
+    if hidden and page.toc:
+        page.toc.items = unfolded(page.toc.items, hidden)
+    return framed_figures(page_html, Path(config.docs_dir, "figures"))

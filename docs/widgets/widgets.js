@@ -1,8 +1,10 @@
 // The pages' interactive examples. Each <div class="widget" data-widget="NAME"> is built from
 // widgets/NAME.json, which docs/make_widgets.py wrote by running the project's own NumPy code on
-// every choice the example offers. This file computes no number: it looks the values of the chosen
-// case up and lays them out. The data is read from beside this file, so it works wherever the site
-// is served from, and nothing leaves the site.
+// every choice the example offers. This file computes no number of the model: it looks the values of
+// the chosen case up and lays them out. The one thing it does itself is draw tokens from the
+// probabilities it shows (the sampling example), with a seeded generator, so a draw can be replayed.
+// The data is read from beside this file, so it works wherever the site is served from, and nothing
+// leaves the site.
 (function () {
   "use strict";
 
@@ -117,6 +119,89 @@
     return ["", table];
   }
 
+  // A weight in [0, 1] as a cell shaded by it: queries down, keys across, the chosen query's row marked.
+  function heatmapPanel(panel, value, markedRow) {
+    const table = element("table", "w-heatmap");
+    const head = element("tr");
+    head.append(element("th", "", "q \\ k"));
+    value[0].forEach((_, j) => head.append(element("th", "", String(j))));
+    table.append(head);
+    value.forEach((row, i) => {
+      const tr = element("tr");
+      if (i === markedRow) tr.classList.add("w-marked");
+      tr.append(element("th", "", String(i)));
+      row.forEach((v) => {
+        const cell = valueCell(v, false);
+        const weight = Math.min(1, Math.max(0, Number(v) || 0));
+        cell.style.background = `rgba(63, 81, 181, ${weight.toFixed(3)})`;
+        if (weight > 0.5) cell.classList.add("w-dark");
+        tr.append(cell);
+      });
+      table.append(tr);
+    });
+    return [panel.title, table];
+  }
+
+  // Mulberry32: a small seeded generator of uniform numbers in [0, 1). Example: random(1)() === 0.6270739405881613
+  function random(seed) {
+    let state = seed >>> 0;
+    return () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let z = state;
+      z = Math.imul(z ^ (z >>> 15), z | 1);
+      z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
+      return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  // The index of the token a uniform u in [0, 1) lands on, each token owning a stretch as long as its
+  // probability; the probabilities are scaled to their sum, which rounding keeps a hair from 1.
+  function drawIndex(probs, u) {
+    const total = probs.reduce((a, b) => a + b, 0);
+    let left = u * total;
+    for (let i = 0; i < probs.length; i++) {
+      if (probs[i] > 0 && left < probs[i]) return i;
+      left -= probs[i];
+    }
+    return probs.findLastIndex((p) => p > 0);
+  }
+
+  // A button that draws 5 tokens from the probabilities shown: the listed tokens', then the rest's together.
+  function drawPanel(panel, fields, root) {
+    const [textsField, probsField] = panel.bars;
+    const texts = [...fields[textsField], "another token"];
+    const probs = [...fields[probsField], fields[panel.field]].map((p) => (typeof p === "number" ? p : 0));
+    const box = element("div", "w-draw");
+    const button = element("button", "md-button", panel.title);
+    button.type = "button";
+    const drawn = element("p", "w-drawn");
+    button.addEventListener("click", () => {
+      root.drawSeed = (root.drawSeed || 0) + 1;
+      const next = random(root.drawSeed);
+      drawn.replaceChildren(`seed ${root.drawSeed}: `);
+      for (let n = 0; n < 5; n++) {
+        const i = drawIndex(probs, next());
+        const token = element("code", "w-token", texts[i]);
+        token.dataset.index = String(i);
+        drawn.append(token, " ");
+      }
+    });
+    box.append(button, drawn);
+    return ["", box];
+  }
+
+  // The panels in their groups: each run of panels of one group in a box titled by it.
+  function groupBox(panels, group) {
+    if (!group) return panels;
+    const box = element("section", "w-group");
+    box.dataset.group = group;
+    box.append(element("p", "w-group-title", group));
+    const inner = element("div", "w-panels");
+    box.append(inner);
+    panels.append(box);
+    return inner;
+  }
+
   function render(spec, root) {
     const chosen = choices(spec, root);
     for (const control of spec.controls.filter((c) => c.slider)) {
@@ -132,7 +217,12 @@
       panels.append(element("p", "widget-missing", `No values for this choice: ${err.message}.`));
       return;
     }
+    let group = null, target = panels;
     for (const panel of spec.panels) {
+      if (panel.group !== group) {
+        group = panel.group;
+        target = groupBox(panels, group);
+      }
       const figure = element("figure", "w-panel");
       figure.dataset.field = Array.isArray(panel.field) ? panel.field.join(" ") : panel.field;
       if (panel.wrong) figure.classList.add("w-wrong");
@@ -143,6 +233,12 @@
       } else if (panel.kind === "columns") {
         [title, body] = columnsPanel(panel, fields);
         figure.classList.add("w-wide");
+      } else if (panel.kind === "heatmap") {
+        [title, body] = heatmapPanel(panel, fields[panel.field], Number(chosen[panel.row]));
+      } else if (panel.kind === "draw") {
+        [title, body] = drawPanel(panel, fields, root);
+        figure.classList.add("w-wide");
+        figure.dataset.field = "draw";
       } else {
         const marked = panel.row === null ? -1 : Number(chosen[panel.row]);
         const other = panel.compare ? fields[panel.compare] : undefined;
@@ -150,7 +246,7 @@
       }
       if (title) figure.append(element("figcaption", "", title));
       figure.append(body);
-      panels.append(figure);
+      target.append(figure);
     }
   }
 
@@ -178,8 +274,10 @@
   function build(root, spec) {
     const controls = element("div", "w-controls");
     spec.controls.forEach((control) => controls.append(controlInput(control)));
-    root.replaceChildren(element("p", "w-title", spec.title), element("p", "w-caption", spec.caption), controls,
-      element("div", "w-panels"));
+    const source = element("details", "w-source");
+    source.append(element("summary", "", "Where these numbers come from"), element("p", "w-caption", spec.caption));
+    root.replaceChildren(element("p", "w-title", spec.title), element("p", "w-try", spec.try), controls,
+      element("div", "w-panels"), source);
     controls.addEventListener("input", () => render(spec, root));
     render(spec, root);
     root.dataset.ready = "true";
