@@ -266,9 +266,11 @@ def bench(shape, reps, warmup, one_core):
         print(f"  torch        not measured: {torch_missing}")
     if one_core:
         print(f"  ours on 1 process with one BLAS thread, of {cores()} cores (--one-core)")
+    elif processes == 1:
+        print(f"  ours in this process, with BLAS on all {cores()} cores (train.py's default, --processes 1)")
     else:
         print(f"  ours on {processes} process(es) of {cores()} cores, each on a slice of the batch with one core "
-              f"of BLAS (parallel.processes_for)")
+              f"of BLAS (--processes {PROCESSES})")
     flops, peak = matmul_flops(cfg, B, T), sgemm_gflops()
     rate = flops / (together["numpy"][0] / 1e3) / 1e9
     print(f"  matmul FLOPs : {flops:,} per step -> ours {rate:.1f} GFLOP/s (alternating), "

@@ -322,3 +322,23 @@ def test_the_table_of_contents_leaves_out_the_headings_inside_folds(open_site_pa
         visit.page.goto(visit.page.url.split("#")[0] + "#" + seen["folded"][0])  # a folded heading's anchor still lands
         assert visit.page.evaluate(f"document.getElementById({seen['folded'][0]!r}) !== null")
         visit.page.close()
+
+
+# the words a learner reads on a page, as Chromium shows it: the article's text with the folded <details> closed
+# (only their summaries show), without code blocks and formulas
+VISIBLE_WORDS = """() => { const article = document.querySelector("article").cloneNode(true);
+  article.querySelectorAll("pre, .arithmatex, mjx-container, script, style, .headerlink").forEach(e => e.remove());
+  article.querySelectorAll("details").forEach(d => [...d.children].forEach(c => c.tagName !== "SUMMARY" && c.remove()));
+  return article.textContent.split(/\\s+/).filter(word => word.length).length; }"""
+LESSONS = ["01-embeddings/", "02-layernorm/", "03-attention/", "04-mlp/", "05-block/", "06-output/", "07-model/"]
+
+
+def test_the_lessons_are_read_in_at_most_20000_words_and_the_start_page_in_2500(open_site_page):
+    words = {}
+    for path in ["", *LESSONS]:
+        visit = open_site_page(path)
+        words[path or "index"] = visit.page.evaluate(VISIBLE_WORDS)
+        visit.page.close()
+    print(f"\nvisible words: {words}, pages 1-7: {sum(words[p] for p in LESSONS):,}")
+    assert sum(words[path] for path in LESSONS) <= 20_000, words
+    assert words["index"] <= 2_500, words

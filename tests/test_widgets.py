@@ -358,12 +358,16 @@ def test_the_layernorm_widget_shows_layernorm_forward_and_backward(open_site_pag
     assert widget.locator('figure[data-field="naive_out"] td.w-nonfinite').count() == 4  # eps = 0: nan everywhere
 
 
+def choose_attention(widget, head, t, scale):
+    """Set the attention widget's three controls: the head, the query position t, the scale of Wq."""
+    for control, value in (("head", head), ("t", t), ("scale", scale)):
+        choose(widget, "attention", control, value)
+
+
 def test_the_attention_widget_shows_attention_forward_and_backward(open_site_page):
     _, widget = open_widget(open_site_page, "attention")
     for head, t, scale in [(0, 2, 1), (1, 1, 0), (1, 2, 10), (0, 2, 1000)]:
-        choose(widget, "attention", "head", head)
-        choose(widget, "attention", "t", t)
-        choose(widget, "attention", "scale", scale)
+        choose_attention(widget, head, t, scale)
         for field, value in attention_expected(head, t, scale).items():
             assert_shows(widget, field, value)
     assert_shows(widget, "naive", [np.nan, 0, np.nan])  # exp(1000) / exp(1000) = inf / inf
@@ -466,9 +470,7 @@ def test_a_widgets_page_fits_a_narrow_screen(browser, site, name):
 def test_the_attention_widget_draws_the_heads_map_of_weights(open_site_page):
     _, widget = open_widget(open_site_page, "attention")
     for head, t, scale in [(0, 2, 1), (1, 1, 0), (1, 0, 10), (0, 2, 1000)]:
-        choose(widget, "attention", "head", head)
-        choose(widget, "attention", "t", t)
-        choose(widget, "attention", "scale", scale)
+        choose_attention(widget, head, t, scale)
         x = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
         p = identity_attention_params()
         p["Wq"] = scale * p["Wq"]
