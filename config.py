@@ -52,8 +52,8 @@ adam_eps = 1e-8  # added to Adam's denominator
 weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix and to nothing else
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # where models live: each run in its own folder in runs/; talk.py reads the latest finished
-init_from = ""  # a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) to fine-tune; "" = a new model
-processes = 1  # processes that share each batch, a slice of its rows each: 1 = this one alone (a breakpoint() in a backward stops here); 0 = one per core if the model is big enough
+init_from = ""  # a Hugging Face GPT-2 folder to fine-tune (config.json, model.safetensors, vocab.json, merges.txt)
+processes = 1  # processes sharing each batch: 1 = this one (a breakpoint() in a backward stops here); 0 = one per core where it pays
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt
@@ -89,7 +89,7 @@ RECIPES = {
 }
 RECIPE_USES = {  # what each recipe is for, a line each in --help
     "book": "one plain-text book or play of about 1 MB: python train.py --recipe book --corpus_path my.txt",
-    "gpt2": "fine-tune a GPT-2 folder on your text: python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt",
+    "gpt2": "fine-tune a GPT-2 folder on a text: python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt",
 }
 
 

@@ -71,8 +71,9 @@ def read_corpus(path, column, max_rows, val_fraction, seed):
                   described)
 
 
+# UTF-32's little-endian mark starts with UTF-16's, so it is looked for first
 BYTE_ORDER_MARKS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-                    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]  # UTF-32's LE mark starts UTF-16's
+                    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]
 
 
 def not_utf8(path, data):
@@ -86,7 +87,8 @@ def not_utf8(path, data):
         encoding = "UTF-16"  # without a byte order mark: every other byte of ASCII text is 0
     if encoding is None and b"\0" in data:
         return InputError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
-    said, name = (f"{encoding} text", encoding) if encoding else ("in another encoding (Latin-1, Windows-1252?)", "LATIN1")
+    said, name = (f"{encoding} text", encoding) if encoding else \
+        ("in another encoding (Latin-1, Windows-1252?)", "LATIN1")
     return InputError(f"cannot read {path}: it is {said}, not UTF-8; save it as UTF-8, in an editor or with "
                       f"iconv -f {name} -t UTF-8 {path.name} > {path.stem}-utf8{path.suffix}")
 
