@@ -167,13 +167,20 @@ def default_run(home):
     """The run talk.py and generate.py read without --checkpoint: the latest finished run of home, else the
     latest run with a whole model (a run still going, or interrupted), else the model in home itself (a
     checkpoint folder of its own). InputError where there is none."""
-    runs = [run for run in summarize_runs(home) if run.has_model and not run.damaged]
-    finished = [run for run in runs if run.done]
-    if finished or runs:
-        return (finished or runs)[0].folder
+    chosen = latest_whole(summarize_runs(home))
+    if chosen is not None:
+        return chosen
     if (Path(home) / "model.json").exists():
         return Path(home)
     raise InputError(f"no model in {home}/ yet: train one with `python train.py`")
+
+
+def latest_whole(runs):
+    """Of RunSummaries, the last saved first: the folder of the latest finished run with a whole model, else of the
+    latest run with a whole model, else None."""
+    whole = [run for run in runs if run.has_model and not run.damaged]
+    chosen = [run for run in whole if run.done] or whole
+    return chosen[0].folder if chosen else None
 
 
 def runs_table(home):
@@ -182,10 +189,7 @@ def runs_table(home):
     if not runs:
         raise InputError(f"there are no runs in {home}/runs/ yet: train one with `python train.py`, "
                          f"named with --name NAME if you like")
-    try:
-        default = default_run(home)
-    except InputError:
-        default = None  # no run with a whole model
+    default = latest_whole(runs)  # the run default_run gives, from the summaries made once
     rows = [("", "name", "saved (UTC)", "corpus", "steps", "state", "best bits/char")]
     rows += [("*" if run.folder == default else "", run.folder.name, f"{run.saved:%Y-%m-%d %H:%M}", run.corpus,
               f"{run.step:,}" + (f"/{run.total_steps:,}" if run.total_steps else ""), run.state(),
@@ -207,10 +211,11 @@ def run_to_resume(home, name=None):
                              f"start a new run without --resume")
         return interrupted[0].folder
     folder = find(name, home)
-    if summarize(folder).total_steps is None:
+    run = summarize(folder)
+    if run.total_steps is None:
         raise InputError(f"nothing to resume in {folder}/ (no resume.json): it saved no state to resume from; "
                          f"start a new run without --resume")
-    if summarize(folder).done:
+    if run.done:
         raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. Start a new run "
                          f"without --resume")
     return folder
