@@ -10,8 +10,8 @@ Each new token is drawn from the last position's logits, filtered in this order:
     4. renormalise what is kept and draw one token with a seeded np.random.Generator
 Ties in the ordering go to the smaller token id, so a filter never depends on sort luck.
 
-The command line is talk.py's (prompting.py): the sampling settings of config.py, the window, where
-the reply ends, and --checkpoint, a run's name or a folder.
+The command line is talk.py's (engineering/prompting.py): the sampling settings of config.py, the
+window, where the reply ends, and --checkpoint, a run's name or a folder.
 """
 
 import math
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import config
-import prompting
-from errors import InputError
+from engineering import checkpoint, prompting
+from engineering.errors import InputError, run_script
 from transformer import forward_cached
 
 
@@ -109,14 +109,27 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
             logits, past = forward_cached(params, context, cfg)
 
 
+def continue_prompt(model, text, asked, sampling, rng):
+    """Print the prompt's known characters, then the model's continuation, token by token. asked: what the
+    command line or the conversation set (window, max_new_tokens, strict, exact, full)."""
+    prompt_ids = prompting.known_prompt_ids(model.tokenizer, text, asked.strict)
+    first_allowed = None
+    if not asked.exact:
+        prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, prompt_ids)
+    new_ids = generate(model.params, model.cfg, prompt_ids, asked.max_new_tokens, asked.window, sampling, rng,
+                       first_allowed=first_allowed)
+    kind = None if asked.full else checkpoint.corpus_kind(model.meta)
+    prompting.print_continuation(model.tokenizer, prompt_ids, new_ids, kind)
+
+
 def main(argv=None):
-    p = prompting.sampling_parser("Continue a prompt with a trained model (see talk.py for a conversation).")
+    p = prompting.sampling_parser(config, "Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
     args = prompting.parse_sampling(p, argv)
-    model = prompting.load_for_sampling(args)
+    model = prompting.load_for_sampling(args, config.checkpoint)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
-    prompting.continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
+    continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
 
 
 if __name__ == "__main__":
-    config.run(main)
+    run_script(main)

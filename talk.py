@@ -2,7 +2,7 @@
 
     python talk.py [--checkpoint NAME] [--list] [< prompts.txt]  # the latest finished run, or the run NAME
 
-Each line is a prompt, continued until the reply ends as the model learned (prompting.reply_end); /help.
+Each line is a prompt, continued until the reply ends as the model learned (engineering/prompting.py); /help.
 """
 
 import contextlib
@@ -12,13 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-import checkpoint
 import config
-import prompting
-import runs
-from errors import InputError
-from generate import Sampling
-from prompting import REPLY_ENDS_SAID, warn
+from engineering import checkpoint, prompting, runs
+from engineering.errors import InputError, run_script
+from engineering.prompting import REPLY_ENDS_SAID, warn
+from generate import Sampling, continue_prompt
 
 
 SETTERS = {  # command: (the setting it changes, its argument, what it does)
@@ -104,7 +102,7 @@ def converse(session, interactive):
                 if not run_command(session, line):
                     return
             elif line.strip():
-                prompting.continue_prompt(session.model, line, session, session.sampling, session.rng)
+                continue_prompt(session.model, line, session, session.sampling, session.rng)
         except EOFError:  # Ctrl-D, or the end of piped input
             if interactive:
                 print()  # so that the shell's prompt starts on a line of its own
@@ -116,13 +114,14 @@ def converse(session, interactive):
 
 
 def main(argv=None):
-    p = prompting.sampling_parser("Talk to a trained model: type text, it continues it (settings from config.py).")
+    p = prompting.sampling_parser(config, "Talk to a trained model: type text, it continues it "
+                                          "(settings from config.py).")
     p.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
     session = prompting.parse_sampling(p, argv)  # the conversation keeps the command line's settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return
-    home, session.model = Path(session.checkpoint), prompting.load_for_sampling(session)
+    home, session.model = Path(session.checkpoint), prompting.load_for_sampling(session, config.checkpoint)
     session.home = runs.home_of(session.model.folder) or home  # the folder whose runs /models lists
     session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
     session.rng = np.random.default_rng(session.seed)  # /seed starts it again, so a session can be repeated
@@ -137,4 +136,4 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.stdin.reconfigure(errors="replace")  # undecodable bytes become U+FFFD, left out with a warning
-    config.run(main)
+    run_script(main)

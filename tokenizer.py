@@ -1,4 +1,4 @@
-"""Character-level byte-pair encoding (BPE): train, encode, decode, save, load.
+"""Byte-pair encoding (BPE): the plain algorithm, the same made fast, and GPT-2's byte-level BPE.
 
 The algorithm, as the first functions below write it plainly: the alphabet is every distinct
 character of the training text, sorted by code point, with ids 0..A-1; training counts every pair
@@ -17,19 +17,17 @@ BPETokenizer does the same faster (a book of a million characters learns 500 mer
 rather than hours): training keeps every pair's count and updates it only where a merge touches
 (_Rows), and encoding merges a heap of ranked pairs; tests/test_tokenizer.py checks that both give
 the plain functions' merges and ids, on the bundled corpus too.
+
+ByteLevelBPE, last, is GPT-2's tokenizer: the same merging, over a text's UTF-8 bytes rather than
+its characters, so every text encodes. Writing and reading a tokenizer's file is the engineering's
+(engineering/tokenizer_files.py).
 """
 import codecs
 import heapq
-import json
 import re
 from collections import Counter
 
-from errors import InputError
-from files import write_atomically
 
-FORMAT = "numpy-gpt-bpe"
-VERSION = 1
-RETRAIN = "retrain the tokenizer with `python train.py`"
 PIECE = re.compile(r"[^\n]*\n+|[^\n]+")  # a line with the newlines that end it, or a last line without one
 
 
@@ -46,18 +44,18 @@ def split_pieces(text):
 
 # --- BPE, plainly: count the pairs, merge the most frequent, encode by rank -------------------------
 
-def merge_pair(ids, pair, new_id):
-    """ids with each occurrence of pair, scanning left to right, replaced by new_id.
+def merge_pair(tokens, pair, new):
+    """tokens with each occurrence of pair, scanning left to right, replaced by new.
 
-    Example: ids=[1, 2, 3, 1, 2], pair=(1, 2), new_id=4 -> [4, 3, 4]
+    Example: tokens=[1, 2, 3, 1, 2], pair=(1, 2), new=4 -> [4, 3, 4]
     """
     merged, i = [], 0
-    while i < len(ids):
-        if tuple(ids[i:i + 2]) == pair:
-            merged.append(new_id)
+    while i < len(tokens):
+        if tuple(tokens[i:i + 2]) == pair:
+            merged.append(new)
             i += 2
         else:
-            merged.append(ids[i])
+            merged.append(tokens[i])
             i += 1
     return merged
 
@@ -124,7 +122,7 @@ class BPETokenizer:
         if isinstance(texts, str):
             raise TypeError("texts must be a list of rows, not one string")
         if num_merges < 0:
-            raise InputError(f"num_merges must be 0 or more, got {num_merges}")
+            raise ValueError(f"num_merges must be 0 or more, got {num_merges}")
         alphabet = sorted(set().union(*texts))
         rows = _Rows([piece for text in texts for piece in split_pieces(text)],
                      {char: i for i, char in enumerate(alphabet)})
@@ -142,14 +140,14 @@ class BPETokenizer:
         return len(self._pieces)
 
     def encode(self, text):
-        """Turn text into token ids; a character outside the alphabet is an InputError.
+        """Turn text into token ids; a character outside the alphabet is a ValueError.
 
         Example: tokenizer trained on ["aaabdaaabac"], text="aaab" -> [6]
         """
         unknown = self._unknown_chars(text)
         if unknown:
             listed = ", ".join(f"{char!r} at {at}" for char, at in unknown.items())
-            raise InputError(f"unknown characters: {listed}; the tokenizer was trained without them")
+            raise ValueError(f"unknown characters: {listed}; the tokenizer was trained without them")
         return self._encode_known(text)
 
     def encode_known(self, text):
@@ -181,35 +179,6 @@ class BPETokenizer:
     def decoder(self):
         """A StreamDecoder, as GPT-2's tokenizer has one: here every token is whole characters already."""
         return StreamDecoder(self)
-
-    def save(self, path):
-        """Write the tokenizer as JSON, to a temporary file first, so an interrupted save
-        never leaves a broken file at path."""
-        write_atomically(path, self.to_bytes())
-
-    def to_bytes(self):
-        """The tokenizer as the JSON that save writes."""
-        data = {"format": FORMAT, "version": VERSION, "alphabet": self.alphabet,
-                "merges": [list(pair) for pair in self.merges]}
-        # ensure_ascii escapes every non-ASCII character, so any str, even a lone
-        # surrogate from a badly decoded file, survives the round trip.
-        return json.dumps(data, ensure_ascii=True).encode("ascii")
-
-    @classmethod
-    def load(cls, path):
-        """Read a tokenizer written by save, checking every field."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"there is no tokenizer file at {path}; {RETRAIN}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise InputError(f"{path} is not valid JSON ({err}), so it may be truncated or corrupt; "
-                             f"{RETRAIN}") from None
-        problem = _file_problem(data)
-        if problem:
-            raise InputError(f"{path} {problem}; {RETRAIN}")
-        return cls(data["alphabet"], data["merges"])
 
     def __eq__(self, other):
         if not isinstance(other, BPETokenizer):
@@ -363,56 +332,102 @@ class _Rows:
         return pairs
 
 
-def _file_problem(data):
-    """Say what is wrong with the contents of a tokenizer file, or None if nothing is.
+# --- GPT-2's byte-level BPE: the same merges, over bytes -------------------------------------------
 
-    Example: data={"format": "numpy-gpt-bpe", "version": 2}
-             -> "has version 2, but this code reads version 1"
+END_OF_TEXT = "<|endoftext|>"  # GPT-2's one special token: a single id wherever it stands in a text
+
+
+def byte_stand_ins():
+    """The 256 bytes in GPT-2's order, each with the printable character that stands for it.
+
+    Bytes that print as a visible Latin-1 character stand for themselves and come first, in byte
+    order; the other 68 (controls, space, DEL, no-break space, soft hyphen) take the characters from
+    chr(256) on, in byte order. ids 0..255 of GPT-2's vocabulary are these characters, in this order.
+    Example: byte_stand_ins()[0] -> (33, "!"); dict(byte_stand_ins())[32] -> "Ġ" (chr(256 + 32))
     """
-    if not isinstance(data, dict):
-        return "holds JSON that is not an object, so it is not a saved tokenizer"
-    if data.get("format") != FORMAT:
-        return f"is not a tokenizer of this project (its format is {data.get('format')!r}, not {FORMAT!r})"
-    if type(data.get("version")) is not int or data["version"] != VERSION:
-        return f"has version {data.get('version')!r}, but this code reads version {VERSION}"
-    alphabet, merges = data.get("alphabet"), data.get("merges")
-    return _alphabet_problem(alphabet) or _merges_problem(merges, len(alphabet))
+    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    hidden = [b for b in range(256) if b not in visible]
+    return [(b, chr(b)) for b in visible] + [(b, chr(256 + n)) for n, b in enumerate(hidden)]
 
 
-def _alphabet_problem(alphabet):
-    """Say what is wrong with a loaded alphabet, or None if nothing is.
+# GPT-2's words: the English contractions, then letters, digits or other marks with at most one space
+# before them; a run of spaces keeps its last space for the word after it (\s+(?!\S))
+PRE_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
-    Example: alphabet=["b", "a"]
-             -> "has an alphabet that is not sorted by code point without repeats ('a' after 'b')"
+
+class ByteLevelBPE:
+    """GPT-2's tokenizer: a vocabulary (token text -> id) and merges, lowest rank first.
+
+    A text is cut into words by PRE_SPLIT, each word's UTF-8 bytes are written as their stand-in
+    characters (byte_stand_ins), and the merges join neighbouring tokens, lowest rank first. Every
+    text encodes, and decoding gives it back.
     """
-    if not isinstance(alphabet, list):
-        return "has no alphabet list"
-    for i, char in enumerate(alphabet):
-        if not isinstance(char, str) or len(char) != 1:
-            return f"has alphabet entry {i} = {char!r}, which is not a single character"
-    for before, char in zip(alphabet, alphabet[1:]):
-        if not before < char:
-            return (f"has an alphabet that is not sorted by code point without repeats "
-                    f"({char!r} after {before!r})")
-    return None
 
+    def __init__(self, vocab, merges):
+        import regex  # here: only GPT-2 needs it (pip install -e ".[gpt2]"), for PRE_SPLIT's \p{L} and \p{N}
+        self.vocab = dict(vocab)
+        self.merges = [tuple(pair) for pair in merges]
+        self._rank = {pair: rank for rank, pair in enumerate(self.merges)}
+        self._text = {i: text for text, i in self.vocab.items()}
+        self._char_of_byte = dict(byte_stand_ins())
+        self._byte_of_char = {char: b for b, char in self._char_of_byte.items()}
+        self._special = END_OF_TEXT if END_OF_TEXT in self.vocab else None
+        self._words = regex.compile(PRE_SPLIT)
+        self._word_ids = {}  # word -> its ids, filled as words are encoded: a text repeats most of its words
 
-def _merges_problem(merges, alphabet_size):
-    """Say what is wrong with loaded merges, or None if nothing is; merge i may use only the
-    ids defined before it, those below alphabet_size + i.
+    @property
+    def vocab_size(self):
+        return len(self.vocab)
 
-    Example: merges=[[0, 5]], alphabet_size=2 -> "has merge 0 = [0, 5], but merge 0 may only use ids 0 to 1"
-    """
-    if not isinstance(merges, list):
-        return "has no merges list"
-    seen = set()
-    for i, merge in enumerate(merges):
-        defined = alphabet_size + i
-        if not (isinstance(merge, list) and len(merge) == 2 and all(type(x) is int for x in merge)):
-            return f"has merge {i} = {merge!r}, which is not a pair of token ids"
-        if not all(0 <= x < defined for x in merge):
-            return f"has merge {i} = {merge}, but merge {i} may only use ids 0 to {defined - 1}"
-        if tuple(merge) in seen:
-            return f"has merge {i} = {merge}, a repeat of an earlier merge"
-        seen.add(tuple(merge))
-    return None
+    def encode(self, text):
+        """The ids of text, as GPT-2's tokenizer gives them; <|endoftext|> in the text is its one id.
+
+        Example: with GPT-2's own files, encode("Hello world") -> [15496, 995]
+        """
+        ids = []
+        parts = text.split(self._special) if self._special else [text]
+        for n, part in enumerate(parts):
+            if n:
+                ids.append(self.vocab[self._special])
+            for word in self._words.findall(part):
+                if word not in self._word_ids:
+                    self._word_ids[word] = [self.vocab[token] for token in self.merged(word)]
+                ids.extend(self._word_ids[word])
+        return ids
+
+    def encode_known(self, text):
+        """(ids, characters left out): the scripts' way to encode; every text is known to a byte-level BPE."""
+        return self.encode(text), []
+
+    def merged(self, word):
+        """The tokens of one word: its bytes as stand-ins, merged lowest rank first.
+
+        Each round merges every place the best-ranked pair occurs, left to right, so "aaa" with
+        the merge (a, a) becomes ["aa", "a"]. Example: merged(" hi") with the merges (Ġ, h), (Ġh, i) -> ["Ġhi"]
+        """
+        tokens = [self._char_of_byte[b] for b in word.encode("utf-8")]
+        while len(tokens) > 1:
+            ranked = [(self._rank.get(pair, len(self._rank)), pair) for pair in zip(tokens, tokens[1:])]
+            rank, best = min(ranked)
+            if rank == len(self._rank):
+                break  # no pair left that a merge joins
+            tokens = merge_pair(tokens, best, best[0] + best[1])
+        return tokens
+
+    def token_bytes(self, token_id):
+        """The bytes one id stands for. Example: token_bytes(220) -> b" " (GPT-2's "Ġ")"""
+        text = self._text[int(token_id)]
+        if text == self._special:
+            return text.encode("utf-8")
+        return bytes(self._byte_of_char[char] for char in text)
+
+    def decode(self, ids):
+        """The text of ids; bytes that are no whole UTF-8 character (a cut-off sequence) become U+FFFD.
+
+        Example: decode(encode("naïve 🤖")) -> "naïve 🤖"
+        """
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def decoder(self):
+        """A StreamDecoder: the text of ids given one at a time, each character once it is whole."""
+        return StreamDecoder(self)

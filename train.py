@@ -4,12 +4,14 @@
     python train.py --recipe book --corpus_path my.txt --name mybook  # a book of your own, its recipe, a name
     python train.py --resume mybook                     # continue an interrupted run (no name: the latest one)
 
-The corpus (corpus.py) is a CSV, whose rows are documents, or any other file as one exact text. Its
-training part becomes one token stream, cut into windows of seq_len + 1 tokens every `stride` tokens:
-the first seq_len are the input, the last seq_len the targets. The held-out part is scored whole at
-each validation, and the model with the best validation loss is kept in the run's folder,
-checkpoints/runs/<name>/ (runs.py), where talk.py finds it. The loop runs in this process, so a
-breakpoint() in a backward stops here; --processes N shares each batch out to N processes (parallel.py).
+The corpus is a CSV, whose rows are documents, or any other file as one exact text. Its training
+part becomes one token stream, cut into windows of seq_len + 1 tokens every `stride` tokens: the
+first seq_len are the input, the last seq_len the targets. Each step takes a batch of windows, its
+loss and gradients (transformer.loss_and_grads), clips them and takes one AdamW step (both below the
+loop). The held-out part is scored whole at each validation, and the model with the best validation
+loss is kept in the run's folder, checkpoints/runs/<name>/, where talk.py finds it. The loop runs in
+this process, so a breakpoint() in a backward stops here; --processes N shares each batch out to N
+processes. Reading the corpus, the run folders and the processes are engineering/'s.
 """
 
 import argparse
@@ -17,97 +19,23 @@ import functools
 import math
 import sys
 import time
-import types
-from pathlib import Path
 
 import numpy as np
 
-import checkpoint
 import config
-import gpt2
-import prompting
-import runs
-from corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
-from errors import InputError
+from engineering import checkpoint, gpt2, runs
+from engineering.corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
+from engineering.errors import InputError, run_script
+from engineering.parallel import DataParallel, processes_for
+from engineering.prompting import reply_end
+from engineering.settings import SettingsParser
 from generate import Sampling, generate
-from optim import Adam, clip_grad_norm, lr_schedule
-from parallel import DataParallel, processes_for
 from tokenizer import BPETokenizer
-from transformer import ModelConfig, cross_entropy_forward, forward, init_params, loss_and_grads, pack
+from transformer import ModelConfig, cross_entropy_forward, flat_buffer, forward, init_params, loss_and_grads, pack
 
 EVAL_BATCH = 64  # validation windows per forward pass, fewer where their logits would pass EVAL_LOGITS
 EVAL_LOGITS = 2 ** 24  # 64 MB of float32: two windows of 128 tokens of GPT-2
 SAMPLE_PROMPT = "The "
-
-
-def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
-    """(mean loss in nats per token, bits per character) on a token stream: every token after the
-    first is predicted once, from those before it in its window of `window` tokens.
-
-    The stream is cut into windows back to back; the last, shorter one takes what is left. With
-    max_tokens, only a choice of max_tokens // window whole windows is scored, the same for a seed.
-    """
-    inputs, targets = stream[:-1], stream[1:]
-    full = len(targets) // window * window
-    rows_in, rows_out = inputs[:full].reshape(-1, window), targets[:full].reshape(-1, window)  # (full / window, window)
-    rows, tail = np.arange(len(rows_in)), full < len(targets)
-    if 0 < max_tokens < len(targets):
-        rows, tail = np.sort(np.random.default_rng(seed).permutation(len(rows))[:max(1, max_tokens // window)]), False
-    size = min(EVAL_BATCH, max(1, EVAL_LOGITS // (window * cfg.vocab_size)))
-    batches = [(rows_in[rows[at: at + size]], rows_out[rows[at: at + size]]) for at in range(0, len(rows), size)]
-    if tail:
-        batches.append((inputs[None, full:], targets[None, full:]))  # (1, what is left)
-    total_nats, tokens, characters = 0.0, 0, 0
-    for batch_inputs, batch_targets in batches:
-        logits, _ = forward(params, batch_inputs, cfg)
-        mean_nats, _ = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), batch_targets.reshape(-1))
-        total_nats += mean_nats * batch_targets.size
-        tokens += batch_targets.size
-        characters += token_chars[batch_targets].sum()
-    # bits per character = total nats / ln 2 / the characters the predicted tokens spell
-    return total_nats / tokens, total_nats / math.log(2) / characters
-
-
-def sample_text(params, cfg, tokenizer, kind, s, rng):
-    """A short continuation of SAMPLE_PROMPT (or of the corpus's first character), up to where a reply
-    of a model of this kind of corpus ends (prompting.reply_end), as talk.py would print it."""
-    prompt = tokenizer.encode_known(SAMPLE_PROMPT)[0] or [0]
-    sampling = Sampling(s.temperature, s.top_k, s.top_p)
-    written = tokenizer.decode(list(generate(params, cfg, prompt, s.max_new_tokens, s.seq_len, sampling, rng)))
-    return tokenizer.decode(prompt) + written[:prompting.reply_end(written, kind)]
-
-
-@functools.lru_cache(maxsize=1)
-def epoch_order(seed, epoch, num_windows):  # -> (num_windows,): each epoch visits every window once
-    return np.random.default_rng([seed, epoch]).permutation(num_windows)
-
-
-def start_model(corpus, s):
-    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (gpt2.py; the model's shape is its
-    own), or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
-    if s.init_from:
-        params, cfg, tokenizer = gpt2.load(s.init_from)
-        gpt2.check_settings(s, cfg, s.init_from)
-        return pack(params, np.dtype(s.dtype)), cfg, tokenizer
-    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
-    print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
-          f"{tokenizer.vocab_size} tokens{'' if len(tokenizer.merges) == s.num_merges else ' (no pair is left twice)'}")
-    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
-    return init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype)), cfg, tokenizer
-
-
-def prepare_data(corpus, tokenizer, s):
-    """(inputs, targets, val_stream): the training windows (num_windows, seq_len), each input's targets shifted
-    by one token, and the held-out text's ids, scored whole at each validation."""
-    inputs, targets = make_windows(np.array(tokenizer.encode(corpus.train_text)), s.seq_len, s.stride, "training")
-    val_stream = np.array(tokenizer.encode(corpus.val_text))
-    if len(val_stream) < 2:
-        raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
-    return inputs, targets, val_stream
-
-
-class Diverged(InputError):
-    """The loss or the gradient stopped being a finite number."""
 
 
 def train(s, resume_from=None, name=None):
@@ -118,7 +46,7 @@ def train(s, resume_from=None, name=None):
         print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
     if name is not None:
         runs.check_run_name(s.checkpoint, name)  # before the work of reading the corpus
-    path = corpus_file(s.corpus_path, config.defaults()["corpus_path"])
+    path = corpus_file(s.corpus_path, config.corpus_path)
     corpus = read_corpus(path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     print(f"corpus: {corpus.described}, read from {path}")
     params, cfg, tokenizer = start_model(corpus, s)
@@ -180,22 +108,165 @@ def loop(run, params, opt, cfg, tokenizer, data, s):
     progress.close()
 
 
-def resume_settings(s, argv, name):
-    """(the settings of the run being resumed, its folder); a setting given on the command line must agree."""
-    folder = runs.run_to_resume(Path(s.checkpoint), name or None)
-    saved = checkpoint.read_progress(folder)["settings"]
-    for setting in config.given(argv) - {"checkpoint", "resume"}:
-        if setting in saved and saved[setting] != getattr(s, setting):
-            raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "
-                             f"{saved[setting]!r}); drop --{setting}")
-    resumed = config.settings(types.SimpleNamespace(**{**vars(s), **saved}))
-    resumed.checkpoint = s.checkpoint
-    return resumed, folder
+# ---------------------------------------------------------------------------------------------
+# What turns gradients into better parameters: the learning rate's schedule, clipping, AdamW. The
+# parameters and gradients are packed dicts (transformer.pack): every tensor is a view into one flat
+# buffer, so each update below is a handful of operations on one long vector.
+
+def lr_schedule(step, total_steps, lr_max, lr_min, warmup_steps):
+    """The learning rate of step `step` (1 .. total_steps): linear warmup, then cosine decay.
+
+    Warmup: lr = lr_max * step / warmup_steps, a line from 0 that reaches lr_max at warmup_steps.
+    Then lr = lr_min + (lr_max - lr_min) * (1 + cos(pi * progress)) / 2, where progress runs from
+    0 after warmup to 1 at the last step, which therefore gets exactly lr_min.
+    Example: lr_schedule(25, 1000, 1e-3, 1e-4, 50) -> 5e-4
+    """
+    warmup_steps = min(warmup_steps, total_steps - 1)  # a run shorter than warmup still ends at lr_min
+    if step <= warmup_steps:
+        return lr_max * step / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return lr_min + (lr_max - lr_min) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def clip_grad_norm(grads, max_norm):
+    """Scale all gradients in place so their global L2 norm is at most max_norm; return the norm before.
+
+    Example: grads with entries [3, 4] (norm 5), max_norm 1 -> entries [0.6, 0.8], returns 5.0
+    """
+    flat = flat_buffer(grads)
+    norm = math.sqrt(float(np.dot(flat, flat)))
+    if norm > max_norm:
+        flat *= max_norm / norm
+    return norm
+
+
+def decay_group(params):
+    """The tensors weight decay applies to: every matrix, both embedding tables included; no gain, no bias."""
+    return [tensor for tensor in params.values() if tensor.ndim == 2]
+
+
+class Adam:
+    """Adam with decoupled weight decay (AdamW), over one flat vector of parameters.
+
+    m = beta1 m + (1 - beta1) g             running mean of the gradient
+    v = beta2 v + (1 - beta2) g^2           running mean of its square
+    p = p - lr * weight_decay * p           on matrices only (both embedding tables included),
+                                            whatever the gradient: this is what "decoupled" means
+    p = p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
+    """
+
+    def __init__(self, params, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
+        self.beta1, self.beta2, self.eps, self.weight_decay = beta1, beta2, eps, weight_decay
+        flat = flat_buffer(params)
+        self.m = np.zeros_like(flat)
+        self.v = np.zeros_like(flat)
+        self.t = 0  # steps taken; the bias corrections need it
+
+    def step(self, params, grads, lr):
+        """One update of params, in place, from grads at learning rate lr."""
+        p, g = flat_buffer(params), flat_buffer(grads)
+        self.t += 1
+        self.m *= self.beta1  # m and v are updated where they are: at GPT-2's size each copy is 650 MB
+        self.m += (1.0 - self.beta1) * g
+        self.v *= self.beta2
+        self.v += (1.0 - self.beta2) * g * g
+        for matrix in decay_group(params):  # views of p
+            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
+        m_hat = self.m / (1.0 - self.beta1 ** self.t)  # the bias corrections: m and v start at 0
+        v_hat = self.v / (1.0 - self.beta2 ** self.t)
+        p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+    def state(self):
+        """What a resumed run needs: the two moments and the step count."""
+        return {"m": self.m, "v": self.v, "t": self.t}
+
+    def load_state(self, state):
+        """Take up the moments and step count saved by state(); shapes and dtype must match."""
+        for name in ("m", "v"):
+            if state[name].shape != self.m.shape:
+                raise InputError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
+                                 f"{self.m.size}: it was saved for another model")
+        self.m[...] = state["m"]
+        self.v[...] = state["v"]
+        self.t = int(state["t"])
+
+
+# ---------------------------------------------------------------------------------------------
+# What the loop measures and draws, and what it starts from.
+
+def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
+    """(mean loss in nats per token, bits per character) on a token stream: every token after the
+    first is predicted once, from those before it in its window of `window` tokens.
+
+    The stream is cut into windows back to back; the last, shorter one takes what is left. With
+    max_tokens, only a choice of max_tokens // window whole windows is scored, the same for a seed.
+    """
+    inputs, targets = stream[:-1], stream[1:]
+    full = len(targets) // window * window
+    rows_in, rows_out = inputs[:full].reshape(-1, window), targets[:full].reshape(-1, window)  # (full / window, window)
+    rows, tail = np.arange(len(rows_in)), full < len(targets)
+    if 0 < max_tokens < len(targets):
+        rows, tail = np.sort(np.random.default_rng(seed).permutation(len(rows))[:max(1, max_tokens // window)]), False
+    size = min(EVAL_BATCH, max(1, EVAL_LOGITS // (window * cfg.vocab_size)))
+    batches = [(rows_in[rows[at: at + size]], rows_out[rows[at: at + size]]) for at in range(0, len(rows), size)]
+    if tail:
+        batches.append((inputs[None, full:], targets[None, full:]))  # (1, what is left)
+    total_nats, tokens, characters = 0.0, 0, 0
+    for batch_inputs, batch_targets in batches:
+        logits, _ = forward(params, batch_inputs, cfg)
+        mean_nats, _ = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), batch_targets.reshape(-1))
+        total_nats += mean_nats * batch_targets.size
+        tokens += batch_targets.size
+        characters += token_chars[batch_targets].sum()
+    # bits per character = total nats / ln 2 / the characters the predicted tokens spell
+    return total_nats / tokens, total_nats / math.log(2) / characters
+
+
+def sample_text(params, cfg, tokenizer, kind, s, rng):
+    """A short continuation of SAMPLE_PROMPT (or of the corpus's first character), up to where a reply
+    of a model of this kind of corpus ends (reply_end), as talk.py would print it."""
+    prompt = tokenizer.encode_known(SAMPLE_PROMPT)[0] or [0]
+    sampling = Sampling(s.temperature, s.top_k, s.top_p)
+    written = tokenizer.decode(list(generate(params, cfg, prompt, s.max_new_tokens, s.seq_len, sampling, rng)))
+    return tokenizer.decode(prompt) + written[:reply_end(written, kind)]
+
+
+@functools.lru_cache(maxsize=1)
+def epoch_order(seed, epoch, num_windows):  # -> (num_windows,): each epoch visits every window once
+    return np.random.default_rng([seed, epoch]).permutation(num_windows)
+
+
+def start_model(corpus, s):
+    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (gpt2.py; the model's shape is its
+    own), or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
+    if s.init_from:
+        params, cfg, tokenizer = gpt2.load(s.init_from)
+        gpt2.check_settings(s, cfg, s.init_from, vars(config))
+        return pack(params, np.dtype(s.dtype)), cfg, tokenizer
+    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
+    print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
+          f"{tokenizer.vocab_size} tokens{'' if len(tokenizer.merges) == s.num_merges else ' (no pair is left twice)'}")
+    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+    return init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype)), cfg, tokenizer
+
+
+def prepare_data(corpus, tokenizer, s):
+    """(inputs, targets, val_stream): the training windows (num_windows, seq_len), each input's targets shifted
+    by one token, and the held-out text's ids, scored whole at each validation."""
+    inputs, targets = make_windows(np.array(tokenizer.encode(corpus.train_text)), s.seq_len, s.stride, "training")
+    val_stream = np.array(tokenizer.encode(corpus.val_text))
+    if len(val_stream) < 2:
+        raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
+    return inputs, targets, val_stream
+
+
+class Diverged(InputError):
+    """The loss or the gradient stopped being a finite number."""
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    p = config.parser("Train the model on a corpus and save checkpoints (settings from config.py).")
+    p = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
     new_or_resumed = p.add_mutually_exclusive_group()
     new_or_resumed.add_argument("--resume", nargs="?", const="", default=None, metavar="NAME",
                                 help="continue the interrupted run NAME (or the start of its name); without NAME, "
@@ -204,14 +275,14 @@ def main(argv=None):
                                 help="the run's name, its folder in checkpoints/runs/, by which talk.py and "
                                      "generate.py find it (--checkpoint NAME); default: its UTC start time and the "
                                      "corpus's name, such as 20261201-0230-sample")
-    args = config.parse(p, argv)
-    s = config.settings(args)
+    args = p.parse(argv)
+    s = p.settings(args)
     if args.resume is not None:
-        s, folder = resume_settings(s, argv, args.resume)
+        s, folder = runs.resume_settings(s, argv, args.resume, p)
         train(s, resume_from=folder)
     else:
         train(s, name=getattr(args, "name", None))
 
 
 if __name__ == "__main__":
-    config.run(main)
+    run_script(main)

@@ -9,7 +9,7 @@ tree (`git worktree add /tmp/plain HEAD`, or cp -r), put one function of the cop
 form, and run this script on the copy. --base (default: this project's root) is the other side.
 
 Each side is a trainer process of its own with its folder first on sys.path, so the folder's
-transformer.py, optim.py and parallel.py are the ones it imports, and so are the ones imported by
+transformer.py, train.py and engineering/parallel.py are the ones it imports, and so are the ones imported by
 the DataParallel workers it starts (they inherit sys.path). A trainer takes steps as train.py does:
 DataParallel on parallel.processes_for's count of processes, then clip_grad_norm and one Adam step
 (the book recipe's betas and weight decay), in float32, on a few fixed random batches in turn. On
@@ -48,8 +48,8 @@ def train_on_request(folder, dims):
     """The trainer: import the folder's project, then for each line n on stdin take n training steps
     and print their seconds as a JSON list. Its first line says how many processes it trains on."""
     sys.path.insert(0, folder)
-    from optim import Adam, clip_grad_norm
-    from parallel import DataParallel, processes_for
+    from train import Adam, clip_grad_norm
+    from engineering.parallel import DataParallel, processes_for
     from transformer import ModelConfig, init_params
 
     B, T, C, nh, L, F, V = dims
@@ -159,7 +159,7 @@ def main():
     if args.other is None:
         parser.error("OTHER_FOLDER is required")
     from bench_train import ROOT, SHAPES  # here, not at the top: a trainer must import its own folder's project
-    from parallel import cores
+    from engineering.parallel import cores
 
     base, other = project_folder(args.base or ROOT), project_folder(args.other)
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}, {cores()} cores")

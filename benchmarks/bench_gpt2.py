@@ -14,7 +14,7 @@ amount of work; the vocabulary's merges are made up), loads it both ways, and me
      so tokens/s <= memory bandwidth / bytes of weights, the bandwidth timed on a large matrix-vector
      product;
   5. fine-tuning, seconds per training step at batch 1 and 4 of 128 tokens: ours as train.py's loop takes
-     one (transformer.loss_and_grads, optim.clip_grad_norm, optim.Adam.step) and PyTorch's on transformers'
+     one (transformer.loss_and_grads, train.clip_grad_norm, train.Adam.step) and PyTorch's on transformers'
      GPT2LMHeadModel of the same folder (cross-entropy, backward, clip_grad_norm_, AdamW with weight decay on
      the matrices only, as ours; dropout off, as ours has none), taking turns, each in a fresh child process
      that reports its peak resident memory (getrusage's maxrss: weights, gradients, AdamW's moments and
@@ -41,8 +41,9 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import generate  # noqa: E402
-import gpt2  # noqa: E402
-import optim  # noqa: E402
+from engineering import gpt2  # noqa: E402
+import train  # noqa: E402
+import tokenizer  # noqa: E402
 import transformer  # noqa: E402
 
 GPT2_124M = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_head": 12, "n_layer": 12}
@@ -63,9 +64,9 @@ def write_gpt2_124m(folder, rng):
                       or name == "ln_f.weight" else rng.normal(0, 0.02, shape)).astype(np.float32)
                for name, shape in shapes.items()}
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    bytes_ = [char for _, char in gpt2.byte_stand_ins()]
+    bytes_ = [char for _, char in tokenizer.byte_stand_ins()]
     merges = list(itertools.islice(itertools.product(bytes_, bytes_), V - 257))
-    vocab = {token: i for i, token in enumerate(bytes_ + [a + b for a, b in merges] + [gpt2.END_OF_TEXT])}
+    vocab = {token: i for i, token in enumerate(bytes_ + [a + b for a, b in merges] + [tokenizer.END_OF_TEXT])}
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", **GPT2_124M, "n_ctx": 1024,
               "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "bos_token_id": 50256,
               "eos_token_id": 50256}
@@ -142,13 +143,13 @@ def ours_training(folder, batch, seq_len, steps):
     """(first loss, seconds of each step after a warm-up one, peak RSS after loading, after the steps): the step
     of train.py's loop."""
     params, cfg, _ = gpt2.load(folder)
-    opt = optim.Adam(params, 0.9, 0.999, 1e-8, 0.01)
+    opt = train.Adam(params, 0.9, 0.999, 1e-8, 0.01)
     ids, targets = training_batch(cfg.vocab_size, batch, seq_len)
     loaded, losses, seconds = peak_rss(), [], []
     for _ in range(steps + 1):
         start = time.perf_counter()
         loss, grads = transformer.loss_and_grads(params, ids, targets, cfg)
-        optim.clip_grad_norm(grads, 1.0)
+        train.clip_grad_norm(grads, 1.0)
         opt.step(params, grads, 1e-4)
         seconds.append(time.perf_counter() - start)
         losses.append(loss)

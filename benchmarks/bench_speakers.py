@@ -26,9 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-import checkpoint  # noqa: E402
-import prompting  # noqa: E402
-import runs  # noqa: E402
+from engineering import checkpoint  # noqa: E402
+from engineering import prompting  # noqa: E402
+from engineering import runs  # noqa: E402
 from bench_text import fetch  # noqa: E402
 from generate import Sampling, generate  # noqa: E402
 

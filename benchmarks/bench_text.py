@@ -36,11 +36,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import checkpoint  # noqa: E402
+from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
-import runs  # noqa: E402
+from engineering.settings import SettingsParser  # noqa: E402
+from engineering import runs  # noqa: E402
 import train  # noqa: E402
-from corpus import read_corpus, token_lengths  # noqa: E402
+from engineering.corpus import read_corpus, token_lengths  # noqa: E402
 from generate import Sampling, generate  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 
@@ -96,7 +97,7 @@ def read(path, s):
 
 def score(model, path):
     """(bits per character over the whole held-out text, characters scored, a sample continuing its start)."""
-    s = config.settings(argparse.Namespace(**model.meta["settings"]))
+    s = SettingsParser(config, "test").settings(argparse.Namespace(**model.meta["settings"]))
     corpus = read(path, s)
     stream = np.array(model.tokenizer.encode(corpus.val_text))
     token_chars = token_lengths(model.tokenizer)
@@ -118,7 +119,8 @@ def baseline(path):
     import torch
     import torch_gpt
     from transformer import ModelConfig, init_params
-    s = config.settings(config.parse(config.parser("baseline"), ["--corpus_path", str(path)]))
+    p = SettingsParser(config, "baseline")
+    s = p.settings(p.parse(["--corpus_path", str(path)]))
     corpus = read(path, s)
     started = time.perf_counter()
     tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], 0)  # characters only

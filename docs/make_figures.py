@@ -35,16 +35,16 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-import checkpoint  # noqa: E402
+from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
-import runs  # noqa: E402
+from engineering import runs  # noqa: E402
 import train  # noqa: E402
-from errors import InputError  # noqa: E402
-from files import publish_staged, temporary_name, write_staged  # noqa: E402
-from corpus import read_corpus, token_lengths  # noqa: E402
+from engineering.errors import InputError, run_script  # noqa: E402
+from engineering.files import publish_staged, temporary_name, write_staged  # noqa: E402
+from engineering.corpus import read_corpus, token_lengths  # noqa: E402
 from generate import Sampling, filtered_probs, generate  # noqa: E402
-from prompting import reply_end  # noqa: E402
-from optim import lr_schedule  # noqa: E402
+from engineering.prompting import reply_end  # noqa: E402
+from train import lr_schedule  # noqa: E402
 from transformer import (ModelConfig, attention_backward, attention_forward, block_backward, block_forward,  # noqa: E402
                          block_params, causal_mask, cross_entropy_backward, cross_entropy_forward, embed_forward,
                          forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
@@ -210,7 +210,7 @@ def run_file(model, name):
 
 def run_history(model):
     """The history of every validation of the run, from its resume.json (model.json's ends at the best)."""
-    return checkpoint.read_json(run_file(model, "resume.json"))["history"]
+    return checkpoint.read_record(run_file(model, "resume.json"))["history"]
 
 
 def training_figures(model, corpus, data, schedule):
@@ -861,4 +861,4 @@ def main():
 
 
 if __name__ == "__main__":
-    config.run(main)
+    run_script(main)

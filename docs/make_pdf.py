@@ -18,7 +18,7 @@ import site_tools
 
 sys.path.insert(0, str(site_tools.REPO))
 import config  # noqa: E402
-from errors import InputError  # noqa: E402
+from engineering.errors import InputError, run_script  # noqa: E402
 
 ASSEMBLE = Path(__file__).with_name("make_pdf.js")
 PATH_SECTION = "The learner's path"  # the navigation's section that the PDF prints, after the pages above it
@@ -101,4 +101,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    config.run(main)
+    run_script(main)

@@ -34,9 +34,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 WIDGETS = REPO / "docs" / "widgets"
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "docs")]
-import checkpoint  # noqa: E402
+from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
-from errors import InputError  # noqa: E402
+from engineering.errors import InputError, run_script  # noqa: E402
 from generate import Sampling, filtered_probs  # noqa: E402
 from test_examples_layers import EPS, identity_attention_params, layernorm_example  # noqa: E402
 from test_examples_model import residual_block  # noqa: E402
@@ -589,4 +589,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    config.run(main)
+    run_script(main)

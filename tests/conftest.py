@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
+from engineering import checkpoint
 import generate
-import prompting
+from engineering import prompting
 import gradcheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
@@ -87,14 +87,15 @@ def train_tiny(folder, corpus_name, text, **overrides):
     """The run folder of a model trained for a second or two on text, saved as folder/corpus_name."""
     import config
     import train
+    from engineering import settings
 
     corpus = folder / corpus_name
     corpus.write_text(text, encoding="utf-8")
     overrides = {"corpus_path": str(corpus), "checkpoint": str(folder / "checkpoint"), "epochs": 3,
                  "num_merges": 30, "context_len": 8, "seq_len": 8, "stride": 2, "emb_dim": 16, "num_heads": 2,
                  "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2, **overrides}
-    s = types.SimpleNamespace(**{**config.defaults(), **overrides})
-    config.check(s)
+    s = types.SimpleNamespace(**{**settings.defaults(config), **overrides})
+    settings.check(s, config.RECIPES)
     return train.train(s)
 
 

@@ -36,7 +36,7 @@ CODE_SPAN = re.compile(r"`([^`]+)`")
 EXAMPLE = re.compile(r"^Example: (tests/\w+\.py)::(\w+)\s*$")
 RESYNC = ("if the cited code only moved, `python docs/sync_docs.py` moves the citation; "
           "if it changed, rewrite the page's quote (sync_docs lists those)")
-PROJECT_MODULES = ("transformer", "optim", "tokenizer", "generate", "gradcheck", "checkpoint")
+PROJECT_MODULES = ("transformer", "train", "tokenizer", "generate", "gradcheck", "engineering.checkpoint")
 
 
 def squash(text):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import config
-from errors import InputError
+from engineering import settings
+from engineering.errors import InputError, run_script
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -72,13 +73,13 @@ def test_a_bug_while_generating_keeps_its_traceback(tiny_checkpoint):
     assert "in linear_forward" in result.stderr
 
 
-@pytest.mark.parametrize("raised, status", [(InputError("no corpus at x.csv"), 2), (config.SettingError("bad"), 2),
+@pytest.mark.parametrize("raised, status", [(InputError("no corpus at x.csv"), 2), (settings.SettingError("bad"), 2),
                                             (FileNotFoundError(2, "No such file", "x.txt"), 2)])
 def test_run_turns_bad_input_into_one_line(capsys, raised, status):
     def main():
         raise raised
     with pytest.raises(SystemExit) as stop:
-        config.run(main)
+        run_script(main)
     assert stop.value.code == status
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
@@ -90,7 +91,7 @@ def test_run_lets_a_bug_through(raised):
     def main():
         raise raised
     with pytest.raises(type(raised)):
-        config.run(main)
+        run_script(main)
 
 
 # --- the learner's own process ------------------------------------------------------------------

@@ -11,11 +11,13 @@ import math
 import numpy as np
 
 import config
-import corpus
+from engineering import settings
+from engineering.settings import SettingsParser
+from engineering import corpus
 import tokenizer
 import train
 from generate import Sampling, filtered_probs, generate, sample_next
-from optim import Adam, decay_group
+from train import Adam, decay_group
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, forward, forward_cached, init_params, pack, zeros_like
 
@@ -53,7 +55,7 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
     small = dict(corpus_path=str(letters), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
                  seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, num_layers=1, ff_dim=8,
                  batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
-    s = config.settings(argparse.Namespace(**{**config.defaults(), **small}))
+    s = SettingsParser(config, "test").settings(argparse.Namespace(**{**settings.defaults(config), **small}))
     seen = []
     original = train.loss_and_grads  # what each step calls, in this process
 

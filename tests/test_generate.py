@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
+from engineering import checkpoint
 import generate
-import prompting
+from engineering import prompting
 from conftest import greedy_text
 from generate import Sampling, filtered_probs, sample_next
 from tokenizer import BPETokenizer, StreamDecoder

@@ -26,15 +26,17 @@ regex = pytest.importorskip("regex", reason="the gpt2 extra is not installed: pi
 safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="the gpt2 extra is not installed: "
                                         "pip install -e \".[gpt2]\"")
 
-import checkpoint  # noqa: E402
+from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
+from tokenizer import END_OF_TEXT, PRE_SPLIT, ByteLevelBPE, byte_stand_ins, merge_pair  # noqa: E402
+from engineering import settings as project_settings  # noqa: E402
 import generate  # noqa: E402
-import gpt2  # noqa: E402
-import prompting  # noqa: E402
+from engineering import gpt2  # noqa: E402
+from engineering import prompting  # noqa: E402
 import train  # noqa: E402
 import transformer  # noqa: E402
-from corpus import read_corpus, token_lengths  # noqa: E402
-from errors import InputError  # noqa: E402
+from engineering.corpus import read_corpus, token_lengths  # noqa: E402
+from engineering.errors import InputError  # noqa: E402
 
 Sampling = generate.Sampling  # imported through generate, wherever it is defined
 
@@ -60,8 +62,8 @@ def train_byte_bpe(text, num_merges):
     """(vocab, merges) of a byte-level BPE trained on text: GPT-2's words as byte stand-ins, each
     round merging the most frequent pair (ties to the larger pair); vocab.json's order is GPT-2's:
     the 256 byte stand-ins, each merge's token, then <|endoftext|>."""
-    stand_in = dict(gpt2.byte_stand_ins())
-    words = Counter(tuple(stand_in[b] for b in word.encode("utf-8")) for word in regex.findall(gpt2.PRE_SPLIT, text))
+    stand_in = dict(byte_stand_ins())
+    words = Counter(tuple(stand_in[b] for b in word.encode("utf-8")) for word in regex.findall(PRE_SPLIT, text))
     merges = []
     for _ in range(num_merges):
         pairs = Counter()
@@ -74,12 +76,12 @@ def train_byte_bpe(text, num_merges):
         merges.append(best)
         merged = Counter()
         for word, count in words.items():
-            merged[tuple(gpt2.merge_pair(list(word), best))] += count
+            merged[tuple(merge_pair(list(word), best, best[0] + best[1]))] += count
         words = merged
-    vocab = {char: i for i, (_, char) in enumerate(gpt2.byte_stand_ins())}
+    vocab = {char: i for i, (_, char) in enumerate(byte_stand_ins())}
     for left, right in merges:
         vocab.setdefault(left + right, len(vocab))
-    vocab[gpt2.END_OF_TEXT] = len(vocab)
+    vocab[END_OF_TEXT] = len(vocab)
     return vocab, merges
 
 
@@ -90,7 +92,7 @@ def vocab_and_merges():
 
 @pytest.fixture(scope="module")
 def tokenizer(vocab_and_merges):
-    return gpt2.ByteLevelBPE(*vocab_and_merges)
+    return ByteLevelBPE(*vocab_and_merges)
 
 
 def gpt2_tensors(sizes, rng):
@@ -126,7 +128,7 @@ def write_folder(folder, sizes, vocab, merges, tensors, layout):
             stored[f"h.{layer}.attn.bias"] = np.tril(np.ones((T, T), dtype=np.float32))[None, None]
             stored[f"h.{layer}.attn.masked_bias"] = np.array(-1e4, dtype=np.float32)
     safetensors_numpy.save_file(stored, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    eot = vocab[gpt2.END_OF_TEXT]
+    eot = vocab[END_OF_TEXT]
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", **sizes, "n_ctx": T, "n_inner": None,
               "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "bos_token_id": eot,
               "eos_token_id": eot, "tie_word_embeddings": True, "scale_attn_weights": True}
@@ -294,7 +296,7 @@ BAD_FOLDERS = {  # what is broken: (how, the file the error must name)
                                   "model.safetensors"),
     "more layers than weights": (rewrite_json("config.json", lambda c: {**c, "n_layer": 3}), "model.safetensors"),
     "vocabulary smaller than the model's": (rewrite_json("vocab.json", drop_last_id), "vocab.json"),
-    "vocab ids with a gap": (rewrite_json("vocab.json", lambda v: {**v, gpt2.END_OF_TEXT: len(v) + 5}), "vocab.json"),
+    "vocab ids with a gap": (rewrite_json("vocab.json", lambda v: {**v, END_OF_TEXT: len(v) + 5}), "vocab.json"),
     "vocab without a byte": (rewrite_json("vocab.json", lambda v: {t: i for i, t in enumerate(t for t in v if t != "Ġ")}),
                              "vocab.json"),
     "vocab not an object": (lambda folder: (folder / "vocab.json").write_text("[1, 2]"), "vocab.json"),
@@ -332,7 +334,7 @@ def test_reorder_and_upcast_attn_loads_as_the_same_model(tmp_path, vocab_and_mer
 # --- the byte-level BPE ------------------------------------------------------------------------------
 
 def test_byte_stand_ins_are_gpt2s_table():
-    table = gpt2.byte_stand_ins()
+    table = byte_stand_ins()
     assert len(table) == 256 and sorted(b for b, _ in table) == list(range(256))
     stand_in = dict(table)
     # hand-checked against GPT-2's vocab.json: "!" is id 0, "Ġ" (the space) id 220, "Ċ" (the newline) id 198
@@ -349,14 +351,14 @@ def test_byte_stand_ins_are_gpt2s_table():
 def test_merged_applies_merges_lowest_rank_first(word, tokens):
     merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("l", "l"), ("e", "l"), ("he", "ll"),
               ("hell", "o"), ("a", "a"), ("Ã", "©")]
-    vocab = {char: i for i, (_, char) in enumerate(gpt2.byte_stand_ins())}
+    vocab = {char: i for i, (_, char) in enumerate(byte_stand_ins())}
     for left, right in merges:
         vocab.setdefault(left + right, len(vocab))
-    assert gpt2.ByteLevelBPE(vocab, merges).merged(word) == tokens
+    assert ByteLevelBPE(vocab, merges).merged(word) == tokens
 
 
 def test_the_pre_split_is_gpt2s_words():
-    words = regex.findall(gpt2.PRE_SPLIT, "I'm  here: 123abc\n\n  x's ")
+    words = regex.findall(PRE_SPLIT, "I'm  here: 123abc\n\n  x's ")
     assert words == ["I", "'m", " ", " here", ":", " 123", "abc", "\n\n ", " x", "'s", " "]
 
 
@@ -368,7 +370,7 @@ def test_decode_gives_back_the_text(tokenizer, text):
 
 
 def test_end_of_text_is_one_special_id(tokenizer, vocab_and_merges):
-    eot = vocab_and_merges[0][gpt2.END_OF_TEXT]
+    eot = vocab_and_merges[0][END_OF_TEXT]
     assert tokenizer.encode("<|endoftext|>") == [eot]
     assert tokenizer.encode("a<|endoftext|>b") == tokenizer.encode("a") + [eot] + tokenizer.encode("b")
     assert eot not in tokenizer.encode("<|endoftext")
@@ -526,7 +528,7 @@ def test_fine_tuning_starts_from_the_gpt2_weights_and_saves_its_tokenizer(fine_t
     params, cfg, tokenizer = gpt2.load(gpt2_folder)
     run = checkpoint.load(where / "checkpoints" / "runs" / "ft")
     assert run.cfg == cfg and run.meta["settings"]["init_from"] == str(gpt2_folder)
-    assert isinstance(run.tokenizer, gpt2.ByteLevelBPE)
+    assert isinstance(run.tokenizer, ByteLevelBPE)
     assert run.tokenizer.vocab == tokenizer.vocab and run.tokenizer.merges == tokenizer.merges
     assert run.tokenizer.encode(TRAINING_TEXT) == tokenizer.encode(TRAINING_TEXT)
     for name in params:
@@ -588,8 +590,8 @@ def test_fine_tuning_on_a_repeated_text_lowers_the_loss(gpt2_folder, tmp_path):
     fine_tune = {"init_from": str(gpt2_folder), "corpus_path": str(tmp_path / "cat.txt"), "seq_len": 8,
                  "checkpoint": str(tmp_path / "checkpoints"), "batch_size": 8, "max_steps": 30, "eval_interval": 10,
                  "warmup_steps": 5, "lr_max": 1e-2, "patience": 0}
-    s = types.SimpleNamespace(**{**config.defaults(), **fine_tune})
-    config.check(s)
+    s = types.SimpleNamespace(**{**project_settings.defaults(config), **fine_tune})
+    project_settings.check(s, config.RECIPES)
     run = checkpoint.load(train.train(s))
     losses = [entry["val_loss"] for entry in run.meta["history"]]
     params, cfg, tokenizer = gpt2.load(gpt2_folder)
@@ -681,8 +683,8 @@ def test_ids_match_a_vocabulary_trained_by_tokenizers(tmp_path):
     tokenizers = hf("tokenizers")
     trainer = tokenizers.ByteLevelBPETokenizer()
     trainer.train_from_iterator([TRAINING_TEXT] * 3, vocab_size=400, min_frequency=2,
-                                special_tokens=[gpt2.END_OF_TEXT])
+                                special_tokens=[END_OF_TEXT])
     trainer.save_model(str(tmp_path))
-    ours = gpt2.ByteLevelBPE.load(tmp_path / "vocab.json", tmp_path / "merges.txt")
+    ours = gpt2.read_tokenizer(tmp_path / "vocab.json", tmp_path / "merges.txt")
     for text in HARD_STRINGS + [TRAINING_TEXT]:
         assert ours.encode(text) == trainer.encode(text).ids, repr(text)

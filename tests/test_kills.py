@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
+from engineering import checkpoint
 import train
 from test_train import tiny_settings, write_corpus
 

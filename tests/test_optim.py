@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import config
-from optim import Adam, clip_grad_norm, lr_schedule
+from train import Adam, clip_grad_norm, lr_schedule
 from transformer import flat_buffer, loss_and_grads, pack, zeros_like
 
 

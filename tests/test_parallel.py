@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-import parallel
+from engineering import parallel
 from transformer import ModelConfig, flat_buffer, init_params, loss_and_grads
 
 REFERENCE = ModelConfig(vocab_size=575, context_len=16, emb_dim=32, num_heads=2, num_layers=2, ff_dim=128, ln_eps=1e-5)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import config
 import train
-from corpus import SAMPLE_CORPUS, read_corpus, read_rows
+from engineering.settings import SettingsParser
+from engineering.corpus import SAMPLE_CORPUS, read_corpus, read_rows
 from transformer import ModelConfig, param_shapes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,7 +22,8 @@ def said(text):
 
 
 def test_the_default_runs_figures_are_those_it_prints():
-    s = config.settings(config.parse(config.parser("test"), []))
+    p = SettingsParser(config, "test")
+    s = p.settings(p.parse([]))
     corpus = read_corpus(SAMPLE_CORPUS, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     params, cfg, tokenizer = train.start_model(corpus, s)
     inputs, _, _ = train.prepare_data(corpus, tokenizer, s)

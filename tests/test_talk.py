@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
+from engineering import checkpoint
 import generate
-import prompting
+from engineering import prompting
 import talk
 from conftest import greedy_text, tiny_corpus_rows
 

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch to run this test")
 
-from checkpoint import save_model  # noqa: E402
+from engineering.checkpoint import save_model  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 from transformer import ModelConfig, forward, init_params, param_shapes  # noqa: E402
 

@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
+from engineering import checkpoint
 import config
-import runs
+from engineering import settings
+from engineering.settings import SettingsParser
+from engineering import runs
 import train
-from corpus import make_windows, read_corpus, read_rows, read_text, split_rows, split_text
+from engineering.corpus import make_windows, read_corpus, read_rows, read_text, split_rows, split_text
 from transformer import forward
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,7 +33,7 @@ def tiny_settings(folder, corpus, **overrides):
     small = dict(corpus_path=str(corpus), checkpoint=str(folder), emb_dim=8, num_heads=2, num_layers=1,
                  ff_dim=16, context_len=8, seq_len=8, batch_size=8, epochs=2, num_merges=20, max_rows=300,
                  max_new_tokens=10, warmup_steps=5)
-    return config.settings(argparse.Namespace(**{**config.defaults(), **small, **overrides}))
+    return SettingsParser(config, "test").settings(argparse.Namespace(**{**settings.defaults(config), **small, **overrides}))
 
 
 def write_corpus(path, rows=200, seed=0):
@@ -199,9 +201,9 @@ def test_evaluate_chooses_whole_windows_only_when_max_tokens_is_fewer_than_the_t
 def test_training_loss_falls_well_below_its_start(tmp_path, corpus):
     s = tiny_settings(tmp_path / "ck", corpus, epochs=4, lr_max=3e-3)
     run = train.train(s)
-    progress = checkpoint.read_json(run / "resume.json")
+    progress = checkpoint.read_record(run / "resume.json")
     losses = progress["step_losses"]
-    vocab_size = checkpoint.read_json(run / "model.json")["model"]["vocab_size"]
+    vocab_size = checkpoint.read_record(run / "model.json")["model"]["vocab_size"]
     assert abs(np.mean(losses[:3]) - np.log(vocab_size)) < 0.5  # a fresh model is about uniform over V
     assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:5])
     history = progress["history"]
@@ -213,7 +215,7 @@ def test_same_seed_gives_bit_identical_checkpoints(tmp_path, corpus):
     for file in ("model.npz", "model.tok.json", "resume.npz", "losses.csv"):
         assert (folders[0] / file).read_bytes() == (folders[1] / file).read_bytes(), file
     assert sorted(path.name for path in (tmp_path / "a").iterdir()) == ["runs"]  # nothing is written beside the runs
-    meta = [checkpoint.read_json(run / "model.json") for run in folders]
+    meta = [checkpoint.read_record(run / "model.json") for run in folders]
     for m in meta:
         m.pop("trained_at"), m.pop("run")
         m["settings"].pop("checkpoint")
@@ -225,9 +227,9 @@ def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path,
     folders = [train.train(tiny_settings(tmp_path / name, corpus, epochs=1, processes=2)) for name in ("a", "b")]
     for file in ("model.npz", "resume.npz", "losses.csv"):
         assert (folders[0] / file).read_bytes() == (folders[1] / file).read_bytes(), file
-    assert checkpoint.read_json(folders[0] / "model.json")["processes"] == 2
+    assert checkpoint.read_record(folders[0] / "model.json")["processes"] == 2
     one = train.train(tiny_settings(tmp_path / "one", corpus, epochs=1, processes=0))
-    assert checkpoint.read_json(one / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
+    assert checkpoint.read_record(one / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
     # (the two runs differ in float32 rounding, which Adam blows up where a gradient is pure rounding,
     # as bk's is; tests/test_parallel.py checks the sliced gradients against the whole batch's)
 
@@ -243,7 +245,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_ste
     assert stopped.value.code == 130
     monkeypatch.undo()
     parts = run_folder(tmp_path / "parts")
-    assert checkpoint.read_json(parts / "resume.json")["step"] == stop_step
+    assert checkpoint.read_record(parts / "resume.json")["step"] == stop_step
     train.train(s, resume_from=parts)
     for file in ("model.npz", "resume.npz", "losses.csv"):
         assert (whole / file).read_bytes() == (parts / file).read_bytes(), file
@@ -254,26 +256,26 @@ def test_resume_takes_a_name_or_the_latest_interrupted_run_and_refuses_a_finishe
     s = tiny_settings(tmp_path / "ck", corpus, max_steps=20, eval_interval=10)
     finished = train.train(s, name="finished")
     with pytest.raises(ValueError, match="no interrupted run in .* to resume"):
-        train.resume_settings(s, [], "")
+        runs.resume_settings(s, [], "", SettingsParser(config, "test"))
     with pytest.raises(ValueError, match="the run finished is finished"):
-        train.resume_settings(s, [], "fin")  # by the start of its name
+        runs.resume_settings(s, [], "fin", SettingsParser(config, "test"))  # by the start of its name
     ctrl_c_at(monkeypatch, 5)
     with pytest.raises(SystemExit):
         train.train(s, name="cut")
     monkeypatch.undo()
     train.train(s, name="later")  # a run after the interrupted one: --resume still finds the interrupted one
-    _, folder = train.resume_settings(s, [], "")
+    _, folder = runs.resume_settings(s, [], "", SettingsParser(config, "test"))
     assert folder == tmp_path / "ck" / "runs" / "cut" != finished
-    assert train.resume_settings(s, [], "cut")[1] == folder
+    assert runs.resume_settings(s, [], "cut", SettingsParser(config, "test"))[1] == folder
     moved = tmp_path / "elsewhere" / "my run"
     moved.parent.mkdir()
     folder.replace(moved)
     monkeypatch.chdir(tmp_path)
     for spelling in (str(moved), "elsewhere/my run", "./elsewhere/../elsewhere/my run"):
-        resumed, found = train.resume_settings(tiny_settings("ck", corpus), [spelling], spelling)
+        resumed, found = runs.resume_settings(tiny_settings("ck", corpus), [spelling], spelling, SettingsParser(config, "test"))
         assert found == Path(spelling) and resumed.max_steps == 20
     train.main(["--resume", "elsewhere/my run"])
-    assert checkpoint.read_json(moved / "resume.json")["step"] == 20
+    assert checkpoint.read_record(moved / "resume.json")["step"] == 20
     assert checkpoint.load(moved).meta["steps"] == 20  # its best model, saved in the folder it was moved to
 
 
@@ -288,7 +290,7 @@ def test_progress_off_a_terminal_is_plain_lines_not_redraws(tmp_path, corpus, ca
 
 def test_max_steps_fixes_the_run_and_validates_every_eval_interval(tmp_path, corpus):
     run = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=25, eval_interval=10))
-    progress = checkpoint.read_json(run / "resume.json")
+    progress = checkpoint.read_record(run / "resume.json")
     assert progress["step"] == progress["total_steps"] == 25 and len(progress["step_losses"]) == 25
     assert [entry["step"] for entry in progress["history"]] == [10, 20, 25]  # and the last step
 
@@ -375,7 +377,7 @@ def test_a_save_cut_between_its_renames_is_read_whole_and_finished_by_the_next_s
     with pytest.raises(KeyboardInterrupt):
         checkpoint.save_model(run, params, before.cfg, before.tokenizer, {"note": "the new best"})
     monkeypatch.undo()
-    assert checkpoint.sha256_of(run / "model.npz") != checkpoint.read_json(run / "model.json")["weights_sha256"]
+    assert checkpoint.sha256_of(run / "model.npz") != checkpoint.read_record(run / "model.json")["weights_sha256"]
     after = checkpoint.load(run)  # reads the save as it was: model.json's new version waits under its staged name
     assert after.meta["note"] == "the new best" and all(np.array_equal(params[k], after.params[k]) for k in params)
 
@@ -423,7 +425,7 @@ def test_a_run_stops_once_patience_validations_did_not_beat_the_best(tmp_path, c
         return next(val_losses), 1.0
     monkeypatch.setattr(train, "evaluate", scripted)
     run = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=70, eval_interval=10, patience=3))
-    progress = checkpoint.read_json(run / "resume.json")
+    progress = checkpoint.read_record(run / "resume.json")
     assert progress["step"] == 50 and progress["done"] and progress["total_steps"] == 70
     assert checkpoint.load(run).meta["best_step"] == 20
     assert runs.default_run(tmp_path / "ck") == run  # a finished run
@@ -453,7 +455,7 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     assert process.returncode == 130, err
     run = run_folder(tmp_path / "ck")
     assert f"python train.py --resume {run.name} --checkpoint {tmp_path / 'ck'}" in out and "Traceback" not in err
-    assert checkpoint.read_json(run / "resume.json")["step"] > 0
+    assert checkpoint.read_record(run / "resume.json")["step"] > 0
     if (run / "model.npz").exists():  # the message says truthfully where the model is
         assert "its best model (step " in out
     else:
@@ -529,18 +531,19 @@ def test_bad_input_does_not_touch_an_earlier_checkpoint(trained, tmp_path):
 
 
 def test_a_recipe_sets_its_values_and_later_settings_win():
-    p = config.parser("test")
-    s = config.settings(config.parse(p, ["--recipe", "book", "--lr_max", "0.0005"]))
+    p = SettingsParser(config, "test")
+    s = p.settings(p.parse(["--recipe", "book", "--lr_max", "0.0005"]))
     book = config.RECIPES["book"]
     assert all(getattr(s, name) == value for name, value in book.items() if name != "lr_max")
     assert s.lr_max == 0.0005
-    assert config.settings(config.parse(config.parser("test"), [])).emb_dim == config.emb_dim  # defaults untouched
+    p = SettingsParser(config, "test")
+    assert p.settings(p.parse([])).emb_dim == config.emb_dim  # defaults untouched
 
 
 def test_help_lists_every_setting_with_its_comment():
     result = run_script("train.py", "--help")
     assert result.returncode == 0
-    for name in config.defaults():
+    for name in settings.defaults(config):
         assert f"--{name}" in result.stdout, name
     assert "decoupled weight decay" in result.stdout and "--resume" in result.stdout
 
@@ -624,7 +627,7 @@ def test_ctrl_c_is_told_on_stderr_and_saves_though_a_tee_on_stdout_is_gone(tmp_p
     said = re.search(r"interrupted after step ([\d,]+) of 100,000; the state is saved in (.*)/\. "
                      r"Resume with: python train\.py --resume \S+ --checkpoint", err)
     assert said, err
-    assert checkpoint.read_json(Path(said[2]) / "resume.json")["step"] == int(said[1].replace(",", ""))
+    assert checkpoint.read_record(Path(said[2]) / "resume.json")["step"] == int(said[1].replace(",", ""))
 
 
 def test_a_run_that_saved_nothing_leaves_no_folder(tmp_path, corpus, monkeypatch):
@@ -655,7 +658,7 @@ def test_train_and_talk_count_a_csvs_characters_the_same_way(tmp_path, corpus):
     assert characters == sum(len(row) + 1 for row in read_rows(corpus, "text", 0)[0])
     assert read_in.kind == "rows"
     run = train.train(tiny_settings(tmp_path / "ck", corpus, epochs=1))
-    assert checkpoint.read_json(run / "model.json")["corpus"]["kind"] == "rows"
+    assert checkpoint.read_record(run / "model.json")["corpus"]["kind"] == "rows"
 
 
 def test_recipe_help_names_each_recipe_on_a_line_of_its_own():

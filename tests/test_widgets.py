@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import config
+from engineering.errors import run_script
 import site_tools
 from generate import Sampling, filtered_probs
 from test_examples_layers import EPS, identity_attention_params, layernorm_example
@@ -271,12 +272,12 @@ def test_the_sampling_widget_reads_the_model_of_the_pages_figures():
 def test_make_widgets_without_its_stored_logits_is_one_line_and_exit_2(make_widgets, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(make_widgets, "WIDGETS", tmp_path)
     with pytest.raises(SystemExit) as exit_status:
-        config.run(lambda: make_widgets.main([]))
+        run_script(lambda: make_widgets.main([]))
     assert exit_status.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--checkpoint FOLDER" in err
     with pytest.raises(SystemExit) as exit_status:
-        config.run(lambda: make_widgets.main(["--checkpoint", str(tmp_path / "no-such-model")]))
+        run_script(lambda: make_widgets.main(["--checkpoint", str(tmp_path / "no-such-model")]))
     assert exit_status.value.code == 2 and capsys.readouterr().err.count("\n") == 1
     assert not list(tmp_path.iterdir()), "nothing is written"
 

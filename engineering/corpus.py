@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from errors import InputError
+from engineering.errors import InputError
 
-SAMPLE_CORPUS = Path(__file__).resolve().parent / "data" / "sample.csv"
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "data" / "sample.csv"  # beside this package
 
 
 @dataclass

@@ -8,30 +8,28 @@ Conv1D layers store a weight (n_in, n_out) and compute x @ W + b, as linear_forw
 its head to the token table; ours is untied, so W_out starts as a copy of tok_emb.T and b_out at 0,
 and the model stays the one the rest of the project trains and samples (docs/12-gpt2.md).
 
-The tokenizer is GPT-2's byte-level BPE, written here: a text is cut into words by GPT-2's pattern,
-each word's UTF-8 bytes are written as printable stand-in characters (one per byte), and merges are
-applied lowest rank first. Every text encodes, and decoding gives it back.
+The tokenizer is GPT-2's byte-level BPE, tokenizer.ByteLevelBPE, made from the folder's vocab.json and
+merges.txt (read_tokenizer).
 
 Needs the gpt2 extra (pip install -e ".[gpt2]"): safetensors to read the weights, regex for the
 pattern's \\p{L} and \\p{N}. Nothing of torch or transformers.
 """
 
 import importlib
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 import transformer
-from errors import InputError
-from tokenizer import StreamDecoder
+from engineering.errors import InputError
+from engineering.files import read_json
+from engineering.tokenizer_files import merge_problem, vocab_problem
+from tokenizer import ByteLevelBPE
 
 FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
 DOWNLOAD = "hf download openai-community/gpt2 " + " ".join(FILES) + " --local-dir gpt2"
 REFETCH = f"download the folder again ({DOWNLOAD})"
-END_OF_TEXT = "<|endoftext|>"
-TOKENIZER_FORMAT = "numpy-gpt-gpt2-bpe"  # model.tok.json of a run fine-tuned from GPT-2
 
 
 def library(name):
@@ -55,9 +53,9 @@ def load(folder):
     for name in FILES:
         if not (folder / name).is_file():
             raise InputError(f"{folder / name} is missing: a GPT-2 folder holds {', '.join(FILES)}; {REFETCH}")
-    gpt2_config = read_json(folder / "config.json")
+    gpt2_config = read_object(folder / "config.json")
     cfg = model_config(gpt2_config, folder / "config.json")
-    tokenizer = ByteLevelBPE.load(folder / "vocab.json", folder / "merges.txt")
+    tokenizer = read_tokenizer(folder / "vocab.json", folder / "merges.txt")
     if tokenizer.vocab_size != cfg.vocab_size:
         raise InputError(f"{folder / 'vocab.json'} has {tokenizer.vocab_size} tokens but config.json's vocab_size "
                          f"is {cfg.vocab_size}: the vocabulary is of another model; {REFETCH}")
@@ -66,29 +64,48 @@ def load(folder):
     return params, cfg, tokenizer
 
 
-def check_settings(s, cfg, folder):
+def check_settings(s, cfg, folder, defaults):
     """Refuse, in one line, a model-shape setting that disagrees with the GPT-2 in folder: a fine-tuned
-    model has its shape. A setting left at config.py's value follows the model."""
-    import config  # here: the scripts' settings; gpt2.load itself needs none of them
+    model has its shape. A setting left at its default (config.py's value) follows the model."""
     shape = {"context_len": cfg.context_len, "emb_dim": cfg.emb_dim, "num_heads": cfg.num_heads,
              "num_layers": cfg.num_layers, "ff_dim": cfg.ff_dim, "ln_eps": cfg.ln_eps}
     for name, value in shape.items():
-        if getattr(s, name) not in (value, config.defaults()[name]):
+        if getattr(s, name) not in (value, defaults[name]):
             raise InputError(f"--{name} {getattr(s, name)} disagrees with the GPT-2 in {folder}/ ({name} {value}): "
                              f"a model fine-tuned from it keeps its shape; leave --{name} out")
     if s.seq_len > cfg.context_len:
         raise InputError(f"--seq_len {s.seq_len} is longer than the GPT-2 in {folder}/ reads ({cfg.context_len})")
 
 
-def read_json(path):
+def read_object(path):
     """The JSON object in path, or InputError naming the file."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as bad:
-        raise InputError(f"{path} is not JSON ({bad}); {REFETCH}") from None
+    data = read_json(path, lambda why: InputError(f"{path} is {why}; {REFETCH}"))
     if not isinstance(data, dict):
         raise InputError(f"{path} holds a {type(data).__name__}, not a JSON object; {REFETCH}")
     return data
+
+
+def read_tokenizer(vocab_path, merges_path):
+    """GPT-2's tokenizer from its vocab.json and merges.txt, or InputError naming the file that is wrong."""
+    library("regex")  # ByteLevelBPE's pattern needs it: said here in one line, with how to install it
+    vocab = read_object(vocab_path)
+    problem = vocab_problem(vocab)
+    if problem:
+        raise InputError(f"{vocab_path} {problem}: it is not a GPT-2 vocabulary; {REFETCH}")
+    try:
+        lines = Path(merges_path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{merges_path} is not UTF-8 text; {REFETCH}") from None
+    merges = []
+    for number, line in enumerate(lines, 1):
+        if (number == 1 and line.startswith("#version")) or not line:
+            continue
+        pair = tuple(line.split(" "))
+        problem = merge_problem(pair, vocab)
+        if problem:
+            raise InputError(f"{merges_path}:{number} {problem}: merges.txt and vocab.json disagree; {REFETCH}")
+        merges.append(pair)
+    return ByteLevelBPE(vocab, merges)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,177 +220,3 @@ def tensor_taker(tensors, path):
         return tensors[name].astype(np.float32)
     take.used = set()
     return take
-
-
-# ---------------------------------------------------------------------------------------------
-# The byte-level BPE.
-
-def byte_stand_ins():
-    """The 256 bytes in GPT-2's order, each with the printable character that stands for it.
-
-    Bytes that print as a visible Latin-1 character stand for themselves and come first, in byte
-    order; the other 68 (controls, space, DEL, no-break space, soft hyphen) take the characters from
-    chr(256) on, in byte order. ids 0..255 of GPT-2's vocabulary are these characters, in this order.
-    Example: byte_stand_ins()[0] -> (33, "!"); dict(byte_stand_ins())[32] -> "Ġ" (chr(256 + 32))
-    """
-    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    hidden = [b for b in range(256) if b not in visible]
-    return [(b, chr(b)) for b in visible] + [(b, chr(256 + n)) for n, b in enumerate(hidden)]
-
-
-# GPT-2's words: the English contractions, then letters, digits or other marks with at most one space
-# before them; a run of spaces keeps its last space for the word after it (\s+(?!\S))
-PRE_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-
-
-class ByteLevelBPE:
-    """GPT-2's tokenizer: a vocabulary (token text -> id) and merges, lowest rank first."""
-
-    def __init__(self, vocab, merges):
-        regex = library("regex")
-        self.vocab = dict(vocab)
-        self.merges = [tuple(pair) for pair in merges]
-        self._rank = {pair: rank for rank, pair in enumerate(self.merges)}
-        self._text = {i: text for text, i in self.vocab.items()}
-        self._char_of_byte = dict(byte_stand_ins())
-        self._byte_of_char = {char: b for b, char in self._char_of_byte.items()}
-        self._special = END_OF_TEXT if END_OF_TEXT in self.vocab else None
-        self._words = regex.compile(PRE_SPLIT)
-        self._word_ids = {}  # word -> its ids, filled as words are encoded: a text repeats most of its words
-
-    @property
-    def vocab_size(self):
-        return len(self.vocab)
-
-    @classmethod
-    def load(cls, vocab_path, merges_path):
-        """The tokenizer of a vocab.json and a merges.txt, or InputError naming the file that is wrong."""
-        vocab = read_json(vocab_path)
-        problem = vocab_problem(vocab)
-        if problem:
-            raise InputError(f"{vocab_path} {problem}: it is not a GPT-2 vocabulary; {REFETCH}")
-        try:
-            lines = Path(merges_path).read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError:
-            raise InputError(f"{merges_path} is not UTF-8 text; {REFETCH}") from None
-        merges = []
-        for number, line in enumerate(lines, 1):
-            if (number == 1 and line.startswith("#version")) or not line:
-                continue
-            pair = tuple(line.split(" "))
-            problem = merge_problem(pair, vocab)
-            if problem:
-                raise InputError(f"{merges_path}:{number} {problem}: merges.txt and vocab.json disagree; {REFETCH}")
-            merges.append(pair)
-        return cls(vocab, merges)
-
-    def encode(self, text):
-        """The ids of text, as GPT-2's tokenizer gives them; <|endoftext|> in the text is its one id.
-
-        Example: with GPT-2's own files, encode("Hello world") -> [15496, 995]
-        """
-        ids = []
-        parts = text.split(self._special) if self._special else [text]
-        for n, part in enumerate(parts):
-            if n:
-                ids.append(self.vocab[self._special])
-            for word in self._words.findall(part):
-                if word not in self._word_ids:
-                    self._word_ids[word] = [self.vocab[token] for token in self.merged(word)]
-                ids.extend(self._word_ids[word])
-        return ids
-
-    def encode_known(self, text):
-        """(ids, characters left out): the scripts' way to encode; every text is known to a byte-level BPE."""
-        return self.encode(text), []
-
-    def merged(self, word):
-        """The tokens of one word: its bytes as stand-ins, merged lowest rank first.
-
-        Each round merges every place the best-ranked pair occurs, left to right, so "aaa" with
-        the merge (a, a) becomes ["aa", "a"]. Example: merged(" hi") with the merges (Ġ, h), (Ġh, i) -> ["Ġhi"]
-        """
-        tokens = [self._char_of_byte[b] for b in word.encode("utf-8")]
-        while len(tokens) > 1:
-            ranked = [(self._rank.get(pair, len(self._rank)), pair) for pair in zip(tokens, tokens[1:])]
-            rank, best = min(ranked)
-            if rank == len(self._rank):
-                break  # no pair left that a merge joins
-            tokens = merge_pair(tokens, best)
-        return tokens
-
-    def token_bytes(self, token_id):
-        """The bytes one id stands for. Example: token_bytes(220) -> b" " (GPT-2's "Ġ")"""
-        text = self._text[int(token_id)]
-        if text == self._special:
-            return text.encode("utf-8")
-        return bytes(self._byte_of_char[char] for char in text)
-
-    def decode(self, ids):
-        """The text of ids; bytes that are no whole UTF-8 character (a cut-off sequence) become U+FFFD.
-
-        Example: decode(encode("naïve 🤖")) -> "naïve 🤖"
-        """
-        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
-
-    def decoder(self):
-        """A StreamDecoder: the text of ids given one at a time, each character once it is whole."""
-        return StreamDecoder(self)
-
-    def to_bytes(self):
-        """The tokenizer as a run's model.tok.json holds it (checkpoint.save_model): its vocabulary and merges."""
-        data = {"format": TOKENIZER_FORMAT, "version": 1, "vocab": self.vocab, "merges": [list(m) for m in self.merges]}
-        return json.dumps(data, ensure_ascii=True).encode("ascii")
-
-    @classmethod
-    def from_saved(cls, data, path):
-        """The tokenizer in the contents of a model.tok.json that to_bytes wrote, or InputError naming path."""
-        vocab, merges = data.get("vocab"), data.get("merges")
-        problem = vocab_problem(vocab) if isinstance(vocab, dict) else "holds no vocabulary"
-        if problem or not isinstance(merges, list) or not all(isinstance(m, list) and len(m) == 2 for m in merges):
-            raise InputError(f"{path} is damaged ({problem or 'its merges are not pairs'}): restore it from a copy, "
-                             f"or delete its run ({Path(path).parent}/) and train again")
-        return cls(vocab, merges)
-
-
-def merge_pair(tokens, pair):
-    """tokens with every occurrence of pair, left to right, made one token.
-
-    Example: merge_pair(["a", "a", "a", "b"], ("a", "a")) -> ["aa", "a", "b"]
-    """
-    merged, i = [], 0
-    while i < len(tokens):
-        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
-            merged.append(tokens[i] + tokens[i + 1])
-            i += 2
-        else:
-            merged.append(tokens[i])
-            i += 1
-    return merged
-
-
-def vocab_problem(vocab):
-    """What is wrong with a vocab.json's object, or None: ids must be 0..n-1 and the 256 byte
-    stand-ins must be tokens. Example: vocab_problem({"!": 0, '"': 2}) -> "has ids that are not 0..1"
-    """
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
-        return "maps a token to something other than a whole number"
-    if sorted(vocab.values()) != list(range(len(vocab))):
-        return f"has ids that are not 0..{len(vocab) - 1}"
-    missing = [char for _, char in byte_stand_ins() if char not in vocab]
-    if missing:
-        return f"lacks the byte token {missing[0]!r} ({len(missing)} of the 256 missing)"
-    return None
-
-
-def merge_problem(pair, vocab):
-    """What is wrong with one line of merges.txt, split at its spaces, or None.
-
-    Example: merge_problem(("Ġ", "t"), {"Ġ": 0, "t": 1, "Ġt": 2}) -> None
-    """
-    if len(pair) != 2 or not all(pair):
-        return f"is {' '.join(pair)!r}, not two tokens with one space between them"
-    unknown = [token for token in (*pair, pair[0] + pair[1]) if token not in vocab]
-    if unknown:
-        return f"merges {pair[0]!r} and {pair[1]!r}, but {unknown[0]!r} is not in vocab.json"
-    return None

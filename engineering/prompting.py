@@ -1,6 +1,6 @@
 """What generate.py and talk.py share: their command line, the model they read, the prompt going in
 (the characters the model knows, the last tokens taken back) and the reply coming out (where it ends,
-printed token by token).
+printed token by token). generate.continue_prompt puts them together around generate.generate.
 
 A continuation keeps the shape of what the model learned (reply_end): from the rows of a CSV it ends
 at the end of its row, the first newline it writes; from one running text (a book, a play) at the end
@@ -19,12 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-import checkpoint
-import config
-import generate
-import runs
-from corpus import characters_said
-from errors import InputError
+from engineering import checkpoint, runs
+from engineering.corpus import characters_said
+from engineering.errors import InputError
+from engineering.settings import SettingsParser
 
 # --- where a reply ends --------------------------------------------------------------------------
 
@@ -64,10 +62,10 @@ def printable(written, kind):
 SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tokens", "seed")  # of config.py
 
 
-def sampling_parser(description):
+def sampling_parser(config, description):
     """The command line both sampling scripts read: the settings of config.py that sampling uses and
-    the three options below; a training setting (--epochs) is refused as an unknown option."""
-    p = config.parser(description, SAMPLING_SETTINGS, {
+    the options below; a training setting (--epochs) is refused as an unknown option."""
+    p = SettingsParser(config, description, SAMPLING_SETTINGS, {
         "seed": "seeds the random draws of the sampling: the same seed and prompt give the same text",
         "checkpoint": "the model to read: a run's name in checkpoints/runs/ or the start of one (python talk.py "
                       "--list lists them), or a folder; checkpoints itself: its latest finished run"})
@@ -98,16 +96,15 @@ def trained_window(model):
 
 def parse_sampling(p, argv=None):
     """argv parsed with a sampling_parser, its settings checked."""
-    args = config.parse(p, argv)
-    config.settings(args)  # checks the values given; the settings sampling does not use are not read
+    args = p.parse(argv)
+    p.settings(args)  # checks the values given; the settings sampling does not use are not read
     return args
 
 
-def load_for_sampling(args):
-    """The checkpoint --checkpoint names (a folder, a file in one, or a run of config.py's checkpoint folder
-    by its name; by default the latest finished run, runs.default_run), with args.checkpoint made that
-    folder and args.window filled in where it was left at 0."""
-    home = config.defaults()["checkpoint"]
+def load_for_sampling(args, home):
+    """The checkpoint --checkpoint names (a folder, a file in one, or a run of home, config.py's checkpoint
+    folder, by its name; by default the latest finished run, runs.default_run), with args.checkpoint made
+    that folder and args.window filled in where it was left at 0."""
     folder = Path(home) if args.checkpoint == home else runs.find(args.checkpoint, home)
     home_of_runs = (folder / "runs").is_dir() or not checkpoint.holds_model(folder)
     args.checkpoint = runs.default_run(folder) if home_of_runs else folder
@@ -202,15 +199,3 @@ def print_continuation(tokenizer, prompt_ids, new_ids, kind):
                 break  # no more tokens are drawn: generate waits for the next one to be asked for
     finally:
         print(flush=True)
-
-
-def continue_prompt(model, text, asked, sampling, rng):
-    """Print the prompt's known characters, then the model's continuation, token by token. asked: what the
-    command line or the conversation set (window, max_new_tokens, strict, exact, full)."""
-    prompt_ids = known_prompt_ids(model.tokenizer, text, asked.strict)
-    first_allowed = None
-    if not asked.exact:
-        prompt_ids, first_allowed = heal_prompt(model.tokenizer, prompt_ids)
-    new_ids = generate.generate(model.params, model.cfg, prompt_ids, asked.max_new_tokens, asked.window, sampling, rng,
-                                first_allowed=first_allowed)
-    print_continuation(model.tokenizer, prompt_ids, new_ids, None if asked.full else checkpoint.corpus_kind(model.meta))

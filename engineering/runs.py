@@ -17,6 +17,7 @@ import re
 import signal
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,9 +26,10 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock, Timeout
 
-import checkpoint
-from errors import InputError
-from files import write_atomically
+from engineering import checkpoint
+from engineering.errors import InputError
+from engineering.files import write_atomically
+from engineering.settings import given
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
@@ -153,7 +155,7 @@ def summarize(folder):
 def read_or_empty(path):
     """The dict in a JSON file of a run, or {} where it is missing or broken (the listing still lists the run)."""
     with contextlib.suppress(InputError, OSError):
-        found = checkpoint.read_json(path)
+        found = checkpoint.read_record(path)
         return found if isinstance(found, dict) else {}
     return {}
 
@@ -219,6 +221,21 @@ def run_to_resume(home, name=None):
         raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. Start a new run "
                          f"without --resume")
     return folder
+
+
+def resume_settings(s, argv, name, parser):
+    """(the settings of the run being resumed, its folder): the run `train.py --resume [NAME]` continues,
+    with the settings it was started with; a setting given on the command line (argv) must agree.
+    parser: the script's SettingsParser, which checks the settings."""
+    folder = run_to_resume(Path(s.checkpoint), name or None)
+    saved = checkpoint.read_progress(folder)["settings"]
+    for setting in given(argv) - {"checkpoint", "resume"}:
+        if setting in saved and saved[setting] != getattr(s, setting):
+            raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "
+                             f"{saved[setting]!r}); drop --{setting}")
+    resumed = parser.settings(types.SimpleNamespace(**{**vars(s), **saved}))
+    resumed.checkpoint = s.checkpoint
+    return resumed, folder
 
 
 @contextlib.contextmanager

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from errors import InputError
-from files import publish_staged, temporary_name, write_staged
-from tokenizer import BPETokenizer
+from engineering import gpt2, tokenizer_files
+from engineering.errors import InputError
+from engineering.files import publish_staged, read_json, temporary_name, write_staged
 from transformer import ModelConfig, pack, param_shapes
 
 FORMAT = "numpy-gpt-checkpoint"
@@ -36,7 +36,7 @@ VERSION = 1
 class Checkpoint:
     params: dict  # name -> array, packed, in the canonical order
     cfg: ModelConfig
-    tokenizer: BPETokenizer
+    tokenizer: object  # tokenizer.BPETokenizer, or tokenizer.ByteLevelBPE for GPT-2 and a run fine-tuned from it
     meta: dict  # the contents of model.json
     folder: Path  # the folder it was read from
 
@@ -69,11 +69,9 @@ def read_npz(path):
         raise damaged(path, f"not a readable weights file: {err}") from None
 
 
-def read_json(path):
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise damaged(path, f"not valid JSON: {err}") from None
+def read_record(path):
+    """The JSON of a run's model.json or resume.json; InputError where it is damaged."""
+    return read_json(path, lambda why: damaged(path, why))
 
 
 MODEL_FILES = {"model.npz": "weights_sha256", "model.tok.json": "tokenizer_sha256"}  # each file model.json names
@@ -108,7 +106,7 @@ def save_model(folder, params, cfg, tokenizer, meta):
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     complete_interrupted_save(folder, "model.json", MODEL_FILES)  # before this save's files replace its record
-    weights, tokenizer_bytes = npz_bytes(params), tokenizer.to_bytes()
+    weights, tokenizer_bytes = npz_bytes(params), tokenizer_files.to_bytes(tokenizer)
     write_staged(folder / "model.tok.json", tokenizer_bytes)
     write_staged(folder / "model.npz", weights)
     description = {
@@ -162,7 +160,7 @@ def check_files(folder):
     for name in MODEL_FILES:
         if not (folder / name).is_file():
             raise damaged(folder / name, "it is missing")
-    meta = read_json(record)
+    meta = read_record(record)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{folder}/model.json is not a numpy-gpt checkpoint; give a run's folder or name")
     if meta.get("version") != VERSION:
@@ -184,7 +182,6 @@ def load(folder):
     """The checkpoint in folder, every file checked against the others; a GPT-2 folder as gpt2.load reads it."""
     folder = Path(folder)
     if (folder / "config.json").exists() and not (folder / "model.json").exists():
-        import gpt2  # here: it needs the gpt2 extra, which a model of the project's own does not
         params, cfg, tokenizer = gpt2.load(folder)
         return Checkpoint(params, cfg, tokenizer, {"gpt2": str(folder), "corpus": {"kind": "text"}}, folder)
     meta = check_files(folder)
@@ -194,20 +191,10 @@ def load(folder):
         raise damaged(folder / "model.json", f"it describes no valid model: {err}") from None
     arrays = read_npz(folder / "model.npz")
     check_weights(arrays, cfg, folder / "model.npz")
-    tokenizer = load_tokenizer(folder / "model.tok.json")
+    tokenizer = tokenizer_files.load(folder / "model.tok.json")
     if tokenizer.vocab_size != cfg.vocab_size:
         raise damaged(folder / "model.tok.json", f"it has {tokenizer.vocab_size} tokens, the model {cfg.vocab_size}")
     return Checkpoint(pack(arrays), cfg, tokenizer, meta, folder)
-
-
-def load_tokenizer(path):
-    """The tokenizer in a model.tok.json: the project's character-level BPE, or GPT-2's byte-level one of a
-    run fine-tuned from GPT-2 (told apart by the file's format)."""
-    data = read_json(path)
-    if isinstance(data, dict) and str(data.get("format")).endswith("gpt2-bpe"):
-        import gpt2
-        return gpt2.ByteLevelBPE.from_saved(data, path)
-    return BPETokenizer.load(path)
 
 
 def save_resume_state(folder, params, opt_state, progress):
@@ -226,7 +213,7 @@ def save_resume_state(folder, params, opt_state, progress):
 
 def read_progress(folder):
     """What resume.json says of where training stood in folder (as its last save left it: current_record)."""
-    return read_json(current_record(Path(folder), "resume.json", RESUME_FILES))
+    return read_record(current_record(Path(folder), "resume.json", RESUME_FILES))
 
 
 def load_resume_state(folder, cfg):
@@ -236,7 +223,7 @@ def load_resume_state(folder, cfg):
     if not record.is_file() or not (folder / "resume.npz").is_file():
         raise InputError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "
                          f"start a new run without --resume")
-    progress = read_json(record)
+    progress = read_record(record)
     if not isinstance(progress, dict) or progress.get("format") != FORMAT + "-resume" \
             or progress.get("version") != VERSION:
         raise InputError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")

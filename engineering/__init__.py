@@ -1,0 +1,18 @@
+"""The engineering behind the learner's files: everything a real tool needs that is not the algorithm.
+
+The top level holds what a learner reads (transformer.py, tokenizer.py, train.py, generate.py, talk.py,
+config.py, gradcheck.py); this package holds the rest, each module one job behind a small interface:
+
+    settings.py         config.py's settings checked, and given on the command line
+    corpus.py           reading a text or a CSV, the held-out part, the training windows
+    runs.py             run folders: names, the listing, the default run, resume, the lock, progress, Ctrl-C
+    checkpoint.py       a run's files: the model saved and loaded, the state to resume from, every file checked
+    tokenizer_files.py  a tokenizer's file written and read back, every field checked
+    gpt2.py             a Hugging Face GPT-2 folder read as the project's own model
+    prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
+    parallel.py         a batch shared out to several processes, their gradients averaged
+    files.py            files written whole or not at all; JSON read with its problem told
+    errors.py           InputError, a person's bad input, and how a script says it in one line
+
+Nothing here imports a script; the scripts import this package and the learner's files.
+"""

@@ -1,0 +1,33 @@
+"""The one exception type for a person's bad input, kept apart from bugs, and how a script says it.
+
+A setting that cannot work, a corpus that is missing or not text, a tokenizer file or checkpoint
+that is broken or foreign, a prompt with nothing the model knows: the project raises InputError,
+whose message says what is wrong and what to do, and the scripts turn it into one line on stderr
+and exit status 2 (run_script). Every other exception, NumPy's shape and broadcast errors
+included, is a bug in the code and keeps its traceback, so a learner who edits the model sees the
+line that broke.
+"""
+
+import sys
+
+
+class InputError(ValueError):
+    """Bad input from a person: the message names it and says what to do."""
+
+
+def run_script(main):
+    """Run a script's main(); bad input from a person becomes one line on stderr and exit status 2, and
+    Ctrl-C where the script does not handle it one line and exit status 130.
+
+    Bad input is the project's InputError (settings, corpus, tokenizer, checkpoint, prompt), or an
+    OSError, which names a file that cannot be read or written. Anything else, NumPy's errors
+    included, is a bug: it keeps its traceback and exits with status 1.
+    """
+    try:
+        return main()
+    except (InputError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C); nothing was left half-written", file=sys.stderr)
+        raise SystemExit(130) from None

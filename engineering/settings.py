@@ -1,0 +1,144 @@
+"""The settings of config.py as the scripts take them: checked, and given on the command line.
+
+config.py is plain assignments, each with a comment. A script builds its command line from that file
+(SettingsParser): one `--name value` option for each setting it reads, typed by the setting's value,
+its help the setting's comment. A recipe (--recipe NAME) sets its values first, and the settings given
+on the command line win (SettingsParser.parse). The values are checked before any work (check): the
+first that cannot work is named in one line, with what is accepted.
+"""
+
+import argparse
+import difflib
+import inspect
+import io
+import re
+import tokenize
+import types
+from pathlib import Path
+
+from engineering.errors import InputError
+from transformer import ModelConfig
+
+
+class SettingError(InputError):
+    """A setting has a value that cannot work; the message names it and says what is accepted."""
+
+
+def defaults(config):
+    """Every setting of config.py (the module) with its value, in the order written there."""
+    return {name: value for name, value in vars(config).items()
+            if not name.startswith("_") and type(value) in (int, float, str)}
+
+
+def comments(config):
+    """The comment written beside each top-level assignment of config.py, by the name it assigns.
+
+    Example: the line `seed = 42  # seeds the initial weights` -> {"seed": "seeds the initial weights"}
+    """
+    source = Path(inspect.getsourcefile(config)).read_text(encoding="utf-8")
+    found, assigned = {}, None  # assigned: (the name a line at column 0 starts with, that line's number)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.NAME and token.start[1] == 0:
+            assigned = (token.string, token.start[0])
+        elif token.type == tokenize.COMMENT and assigned and token.start[0] == assigned[1]:
+            found[assigned[0]] = token.string.lstrip("#").strip()
+    return found
+
+
+def check(s, recipes):
+    """Raise SettingError naming the first setting that cannot work. s: a namespace of settings; recipes:
+    config.RECIPES. The model's shape is ModelConfig's to check, and the sampling settings are
+    generate.Sampling's: each rule in one place."""
+    try:
+        ModelConfig(1, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+    except ValueError as err:
+        raise SettingError(str(err).replace("ModelConfig.", "")) from None
+    for name in ["seq_len", "stride", "batch_size", "epochs", "eval_interval", "lr_max", "adam_eps", "grad_clip",
+                 "max_new_tokens"]:
+        if not getattr(s, name) > 0:
+            raise SettingError(f"{name} must be positive, got {getattr(s, name)}")
+    for name in ["max_rows", "num_merges", "max_steps", "eval_tokens", "warmup_steps", "weight_decay", "patience"]:
+        if not getattr(s, name) >= 0:
+            raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
+    rules = [
+        (s.init_from or s.seq_len <= s.context_len,  # a GPT-2 to start from has its own context_len (gpt2.py)
+         f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
+        (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
+        (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
+        (s.processes >= 0, f"processes must be 1 (this process), 0 (chosen from the model's size) or more, "
+                           f"got {s.processes}"),
+        (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
+        (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
+        (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
+        (s.recipe in ("", *recipes), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(recipes)}"),
+    ]
+    for holds, message in rules:
+        if not holds:
+            raise SettingError(message)
+
+
+def given(argv):
+    """The names of the settings given on a command line, in either spelling (--name value, --name=value).
+
+    Example: given(["--epochs=5", "--seed", "3", "my.txt"]) -> {"epochs", "seed"}
+    """
+    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+class SettingsParser(argparse.ArgumentParser):
+    """A script's command line: a `--name value` option for each setting of config.py it reads (names, or
+    all), typed by its value, with help from its comment (or helps[name]), and the script's own options.
+    Its errors are one line and exit status 2, without the usage block; a mistyped option is told the
+    nearest one it may have meant."""
+
+    def __init__(self, config, description, names=None, helps=None):
+        reads = [name for name in defaults(config) if names is None or name in names]
+        recipes = "".join(f"\n  {name}: {use}" for name, use in config.RECIPE_USES.items())
+        super().__init__(description=description, allow_abbrev=False, formatter_class=HelpFormatter,
+                         epilog=f"recipes (--recipe NAME):{recipes}" if "recipe" in reads else None)
+        self.config = config
+        group = self.add_argument_group("settings (defaults from config.py)")
+        notes = {**comments(config), **(helps or {})}
+        for name in reads:
+            value = getattr(config, name)
+            group.add_argument(f"--{name}", type=type(value), default=value, metavar=type(value).__name__.upper(),
+                               help=notes.get(name, ""))
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}{self.nearest_options(message)} (see --help)\n")
+
+    def nearest_options(self, message):
+        """For argparse's message about unknown options, the options they are nearest to, else "".
+
+        Example: "unrecognized arguments: --max_step 20" -> " (did you mean --max_steps?)"
+        """
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        options = sorted(set(re.findall(r"--[\w-]+", self.format_usage())))
+        typed = [word.split("=", 1)[0] for word in message.split()[2:] if word.startswith("--")]
+        # a setting of config.py that the script does not read was meant as typed; 0.75 keeps --seq_len from --seed
+        meant = {word: difflib.get_close_matches(word, options, n=1, cutoff=0.75) for word in typed
+                 if word[2:] not in defaults(self.config)}
+        guesses = [f"{near[0]}{f' for {word}' if len(typed) > 1 else ''}" for word, near in meant.items() if near]
+        return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+
+    def parse(self, argv):
+        """argv parsed; a known --recipe among them sets its values first, and the settings given on the
+        command line override those (check refuses an unknown recipe)."""
+        args = self.parse_args(argv)
+        chosen = getattr(args, "recipe", "")
+        if chosen in self.config.RECIPES:
+            self.set_defaults(**self.config.RECIPES[chosen])
+            args = self.parse_args(argv)
+        return args
+
+    def settings(self, args):
+        """The checked settings from parsed arguments: a namespace with every setting of config.py."""
+        values = defaults(self.config)
+        s = types.SimpleNamespace(**{**values, **{name: value for name, value in vars(args).items() if name in values}})
+        check(s, self.config.RECIPES)
+        return s
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """argparse's help with each option's default; the epilog (the recipes, a line each) as written."""
