@@ -1,0 +1,68 @@
+"""The layout: the learner's files on top, the engineering in one package, imports running one way."""
+
+import ast
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LEARNERS_FILES = {"transformer", "tokenizer", "train", "generate", "talk", "config", "gradcheck", "lab"}
+SCRIPTS = {"train", "talk", "lab"}  # only run, never imported (generate.py and gradcheck.py are imported, and run too)
+PACKAGE = "engineering"
+
+
+def project_modules():
+    """{module name: path} of the top level's modules and the package's ("engineering.runs")."""
+    modules = {path.stem: path for path in REPO.glob("*.py")}
+    modules.update({f"{PACKAGE}.{path.stem}": path for path in (REPO / PACKAGE).glob("*.py") if path.stem != "__init__"})
+    return modules
+
+
+def imports(path, module_level_only=False):
+    """The modules a file imports (from x import y gives x, and x.y where that is a module of the package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if module_level_only else ast.walk(tree)
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def project_imports():
+    modules = project_modules()
+    return {name: imports(path) & set(modules) for name, path in modules.items()}
+
+
+def test_the_top_level_holds_only_the_learners_files():
+    assert {path.stem for path in REPO.glob("*.py")} <= LEARNERS_FILES
+
+
+def test_the_model_and_the_tokenizer_import_only_the_standard_library_and_numpy():
+    for name in ("transformer", "tokenizer"):
+        outside = {module.split(".")[0] for module in imports(REPO / f"{name}.py", module_level_only=True)}
+        outside -= set(sys.stdlib_module_names) | {"numpy"}
+        assert not outside, f"{name}.py imports {sorted(outside)} at module level"
+
+
+def test_nothing_imports_a_script_and_the_package_only_the_model_and_the_tokenizer():
+    for name, imported in project_imports().items():
+        assert not imported & SCRIPTS, f"{name} imports the script {sorted(imported & SCRIPTS)}"
+        if name.startswith(f"{PACKAGE}."):
+            above = {module for module in imported if not module.startswith(PACKAGE)}
+            assert above <= {"transformer", "tokenizer"}, f"{name} imports {sorted(above)} from the top level"
+
+
+def test_no_import_circle():
+    graph = project_imports()
+
+    def reaches(start, target, seen):
+        for module in graph[start]:
+            if module == target or (module not in seen and reaches(module, target, seen | {module})):
+                return True
+        return False
+
+    circles = [name for name in graph if reaches(name, name, {name})]
+    assert not circles, f"these modules import themselves through others: {circles}"
