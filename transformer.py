@@ -209,9 +209,6 @@ class AttentionCache(NamedTuple):
     out_proj: tuple  # the cache of the output projection Wo
 
 
-# Measured: the heads, dq, dk and dv written in place with out= make a training step 9-11% faster at the
-# book recipe's shape, and 0-1% at the reference shape, within its noise of 1% (bench_ab.py, 3 runs of 80
-# turns; docs/engineering/performance.md)
 def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
     """past: the keys and values of earlier positions, each (B, nh, S - T, hs), when generating
     with a key/value cache; the T rows of x are then the positions that follow them."""
@@ -227,10 +224,9 @@ def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params ->
     scores = q @ k.swapaxes(-1, -2) / math.sqrt(hs)  # (B, nh, T, S); S = T without a past
     scores += causal_mask(T, k.shape[2], x.dtype)  # each position sees itself and earlier ones only
     attn = softmax(scores)  # (B, nh, T, S), each row sums to 1
-    # heads = attn @ v, written straight into the (B, T, nh, hs) layout that concatenates them
-    merged = np.empty((B, T, num_heads, hs), dtype=x.dtype)
-    np.matmul(attn, v, out=merged.transpose(0, 2, 1, 3))  # (B, nh, T, hs) view of merged
-    out, out_cache = linear_forward(merged.reshape(B, T, C), p["Wo"], p["bo"])  # (B, T, nh, hs) -> (B, T, C)
+    heads = attn @ v  # (B, nh, T, hs): each position's weighted average of the values it sees
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, nh, T, hs) -> (B, T, C): the heads side by side
+    out, out_cache = linear_forward(merged, p["Wo"], p["bo"])
     return out, AttentionCache((q_cache, k_cache, v_cache), q, k, v, attn, out_cache)
 
 
@@ -244,15 +240,14 @@ def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "
     # masked entries have attn = 0, so softmax_backward gives them dscores = 0
     dscores = softmax_backward(dheads @ v.swapaxes(-1, -2), attn)  # (B, nh, T, T)
     dscores /= math.sqrt(hs)  # scores = q k^T / sqrt(hs): q k^T gets dscores / sqrt(hs)
-    # dq, dk and dv are written straight into (B, T, nh, hs) arrays, the rows' layout, through the
-    # same views the forward took q, k and v from, rather than computed per head and then copied
-    dq_rows, dk_rows, dv_rows = (np.empty((B, T, nh, hs), dtype=q.dtype) for _ in range(3))
-    np.matmul(attn.swapaxes(-1, -2), dheads, out=dv_rows.transpose(0, 2, 1, 3))  # heads = attn @ v
-    np.matmul(dscores, k, out=dq_rows.transpose(0, 2, 1, 3))  # from q k^T, with the dscores divided above
-    np.matmul(dscores.swapaxes(-1, -2), q, out=dk_rows.transpose(0, 2, 1, 3))
-    dx_q, dWq, dbq = linear_backward(dq_rows.reshape(B, T, nh * hs), q_cache)
-    dx_k, dWk, dbk = linear_backward(dk_rows.reshape(B, T, nh * hs), k_cache)
-    dx_v, dWv, dbv = linear_backward(dv_rows.reshape(B, T, nh * hs), v_cache)
+    dv = attn.swapaxes(-1, -2) @ dheads  # heads = attn @ v
+    dq = dscores @ k  # scores = q k^T (over sqrt(hs), already in dscores)
+    dk = dscores.swapaxes(-1, -2) @ q
+    # each head's columns go back to their place in the rows: (B, nh, T, hs) -> (B, T, C)
+    dq_rows, dk_rows, dv_rows = (d.transpose(0, 2, 1, 3).reshape(B, T, nh * hs) for d in (dq, dk, dv))
+    dx_q, dWq, dbq = linear_backward(dq_rows, q_cache)
+    dx_k, dWk, dbk = linear_backward(dk_rows, k_cache)
+    dx_v, dWv, dbv = linear_backward(dv_rows, v_cache)
     dx = dx_q + dx_k + dx_v  # x fed all three projections
     return dx, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv, "Wo": dWo, "bo": dbo}
 
