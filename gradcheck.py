@@ -22,7 +22,6 @@ smaller than a layer's; float32 could not tell a right gradient from a slightly 
 """
 
 import importlib.util
-import inspect
 import math
 import sys
 from pathlib import Path
@@ -372,9 +371,8 @@ def judge_exercise(name, folder):
         return 1
     print(f"{function} of {shown(path)}, in place of the project's\n")
     if not table([(layer, errors)]):
-        line = inspect.getsourcelines(getattr(tf, function))[1]
         print(f"\n{shown(path)}: {function} is right: every gradient agrees with central differences; "
-              f"compare it with the project's, transformer.py:{line}")
+              f"compare it with the project's {function} in transformer.py")
         return 0
     print("\n" + "\n".join(what_failed(layer, errors)), file=sys.stderr)
     print(f"fix {function} in {shown(path)}, then run this again", file=sys.stderr)

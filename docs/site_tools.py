@@ -1,15 +1,19 @@
-"""Build the docs site, serve it on this machine, and open it in headless Chromium.
+"""Build the docs site, serve it on this machine, and open it in headless Chromium; and find the lines a
+page's citation points at.
 
 Shared by docs/make_pdf.py and the browser tests (tests/conftest.py). The browser is Debian's
 Chromium (apt-get install chromium), driven by Playwright's Python client: a browser that a tool
-downloads cannot be fetched here.
+downloads cannot be fetched here. The citations' resolver (cited_lines) is shared by the site's hook
+(docs/hooks/site.py), which links each citation to those lines, and tests/test_docs.py, which checks them.
 """
 
+import ast
 import contextlib
 import functools
 import http.server
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -79,3 +83,158 @@ def chromium():
 def typeset(page):
     """Wait until MathJax has typeset the page it loaded (every page of the site loads it)."""
     page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+
+
+# A citation names code as pytest names a test: path.py::name, the name that of a def, a class, a method
+# (Class.method) or a module-level assigned name of that file. Example: transformer.py::layernorm_backward
+CITATION = re.compile(r"\b([\w/]+\.py)::(\w+(?:\.\w+)*)")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+class CitationError(Exception):
+    """A citation that names nothing in its file, or whose page quotes code that the named object does not hold."""
+
+
+def squash(text):
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def named_objects(path):
+    """{name: (first line, def line, last line)} of every def, class, method and module-level assigned name of a
+    repository file, found with ast. Its first line is its def line, or its first decorator's, or that of the
+    comment right above them (no blank line between: what it says of the object, such as a measured gain).
+    Example: 'files.py' -> {'temporary_name': (11, 11, 13), ..., 'write_atomically': (31, 31, 34)}"""
+    return objects_in((REPO / path).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=64)
+def objects_in(source):
+    lines, found = source.splitlines(), {}
+
+    def add(node, name, first):
+        while first > 1 and lines[first - 2].lstrip().startswith("#"):
+            first -= 1
+        found.setdefault(name, (first, node.lineno, node.end_lineno))
+
+    def add_all(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                add(node, prefix + node.name, min([node.lineno] + [d.lineno for d in node.decorator_list]))
+                if isinstance(node, ast.ClassDef):
+                    add_all(node.body, f"{prefix}{node.name}.")
+            elif not prefix and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        if isinstance(name, ast.Name):
+                            add(node, name.id, node.lineno)
+
+    add_all(ast.parse(source).body, "")
+    return found
+
+
+def cited_object(path, name):
+    """(first line, def line, its lines from the first): the object a citation names, or CitationError."""
+    if not (REPO / path).is_file():
+        raise CitationError(f"{path} is not a file of the repository")
+    objects = named_objects(path)
+    if name not in objects:
+        raise CitationError(f"{path} defines no {name} (a def, a class, a method or a module-level assignment)")
+    first, def_line, last = objects[name]
+    return first, def_line, (REPO / path).read_text(encoding="utf-8").splitlines()[first - 1: last]
+
+
+def fenced_block(after):
+    """The lines of a ```python block that starts on the first non-blank line of `after`, or None."""
+    rest = list(after)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    if not rest or not rest[0].startswith("```python"):
+        return None
+    return rest[1: rest.index("```", 1)]
+
+
+def quoted_spans(text):
+    """The code spans of a page's text, other than citations and figure names."""
+    return [s for s in CODE_SPAN.findall(text) if not CITATION.search(s) and not s.startswith("figure:")]
+
+
+def in_code(line, match):
+    """Whether a citation stands inside a code span of its line: code, such as a pytest node id, not a pointer."""
+    return any(span.start() < match.start() < span.end() for span in CODE_SPAN.finditer(line))
+
+
+def text_before(line, match):
+    """A page's line from the end of the previous citation outside code spans to the start of this one."""
+    previous = [m.end() for m in CITATION.finditer(line, 0, match.start()) if not in_code(line, m)]
+    return line[previous[-1] if previous else 0: match.start()]
+
+
+def block_lines(block, first, lines):
+    """The line numbers at which the block's lines stand in lines (numbered from first), in order, other lines
+    allowed between them; None when they do not. Lines compare with trailing whitespace stripped."""
+    numbers, start = [], 0
+    for wanted in block:
+        start = next((i for i in range(start, len(lines)) if lines[i].rstrip() == wanted.rstrip()), None)
+        if start is None:
+            return None
+        numbers.append(first + start)
+        start += 1
+    return numbers
+
+
+def span_lines(span, first, lines, near=None):
+    """(first, last) of the fewest lines (numbered from first) that hold span, whitespace squashed: where several
+    such windows do, the one nearest the line `near` (else the first); None where none does."""
+    wanted = squash(span)
+    if wanted not in squash(" ".join(lines)):
+        return None
+    for length in range(1, len(lines) + 1):
+        starts = [start for start in range(len(lines) - length + 1)
+                  if wanted in squash(" ".join(lines[start: start + length]))]
+        if starts:
+            start = min(starts, key=lambda start: abs(first + start - near)) if near else starts[0]
+            return first + start, first + start + length - 1
+
+
+def cited_lines(line, match, after):
+    """The lines (first, last) of its file that a citation points at: `match` is a CITATION match in a page's
+    `line`, and `after` the page's lines after it. CitationError when the page quotes what is not there.
+    - Alone on its line before a ```python block: the lines the block's lines stand at, in order.
+    - In a table row: the lines holding the row's other code spans, each of which must be in the object.
+    - Inside a code span (code, such as a pytest node id): the whole def; it must only resolve.
+    - In running text: the lines holding the code spans before it (after the previous citation) that the
+      object holds; if none do, one of them must be the object's name (`name` or `name()`). With no such
+      span, or only its name: the whole def, from its def line (decorators left out) to its last line.
+    Example: '`dx = dout @ W.T` (transformer.py::linear_backward)' -> (163, 163), that line of linear_backward"""
+    path, name = match[1], match[2]
+    first, def_line, lines = cited_object(path, name)
+    whole = (def_line, first + len(lines) - 1)
+    if in_code(line, match):
+        return whole
+    alone = squash(CODE_SPAN.sub("", CITATION.sub("", line))).strip("*`#: ") == ""
+    block = fenced_block(after) if alone else None
+    if block is not None:
+        numbers = block_lines(block, first, lines)
+        if numbers is None:
+            lost = next(n for n in range(len(block)) if block_lines(block[: n + 1], first, lines) is None)
+            raise CitationError(f"the code block's line {lost + 1}, `{block[lost].strip()}`, is not in {name}, "
+                                f"in the block's order")
+        return numbers[0], numbers[-1]
+    table = line.lstrip().startswith("|")
+    spans = quoted_spans(line if table else text_before(line, match))
+    longest = span_lines(max(spans, key=len), first, lines) if spans else None  # the others' nearest to it
+    found = {span: span_lines(span, first, lines, longest and longest[0]) for span in spans}
+    if table:
+        missing = [span for span, where in found.items() if where is None]
+        if missing:
+            raise CitationError(f"`{missing[0]}` is not in {name}")
+        held = list(found.values())
+    else:
+        short = name.split(".")[-1]
+        names = {name, f"{name}()", short, f"{short}()"}
+        held = [where for span, where in found.items() if where and span not in names]
+        if spans and not held and not names & set(spans):
+            raise CitationError(f"running text must name what it cites: none of "
+                                f"{', '.join(f'`{span}`' for span in spans)} is in {name}, or is its name")
+    return (min(f for f, _ in held), max(last for _, last in held)) if held else whole

@@ -1,10 +1,17 @@
 """The docs stay true: every citation points at the code it quotes, every worked example computes.
 
-Conventions the pages follow (docs/index.md says the same for writers):
-- A citation is `file.py:N` or `file.py:N-M`. In a table row, every other `code span` of the row
-  must appear in the cited lines. A citation on a line of its own, followed by a ```python block,
-  must match those lines exactly. In running text, the line must name what it cites: one of its
-  code spans (a symbol, or a short quoted fragment) must appear in the cited lines.
+Conventions the pages follow (docs/engineering/docs-checks.md says the same for writers):
+- A citation names code as pytest names a test, never by line number: `path.py::name`, the name
+  that of a def, a class, a method (`runs.py::Run.save_progress`) or a module-level assigned name
+  (`transformer.py::GELU_SCALE`) of that file, found with ast. So a learner's edit that keeps the
+  math (a comment, a print, a breakpoint()) moves nothing the docs say.
+- In a table row, every other `code span` of the row must appear in the named object's source,
+  whitespace squashed. A citation on a line of its own, followed by a ```python block: the block's
+  lines must stand in the object's source in that order, other lines allowed between them (each
+  line compared with its trailing whitespace stripped, its indentation kept). In running text, the
+  line must name what it cites: one of its code spans before the citation (and after the previous
+  one) appears in the object's source, or is the object's name; a line with no code span there names
+  what it points at by the citation itself.
 - A worked example is a line `Example: tests/test_file.py::test_name`, followed by a table whose
   columns are Step | Code | Value. A row whose Code is a plain new name defines it from its
   Value (a Python literal), and the test file must hold that literal, so the page's inputs are the
@@ -12,8 +19,8 @@ Conventions the pages follow (docs/index.md says the same for writers):
   (statements separated by `;`, the last one an expression) and must equal its Value: to 1e-9, or
   to the last digit shown where the Value starts with ≈.
 - A citation in running text right after a `name` or `name()` of a function (a def of the project)
-  must land inside that function: the cited lines lie within its def in the cited file, or hold its
-  def line. `forward` (transformer.py:387) is right; `forward` (train.py:215), a call, is not.
+  must name that function: `forward` (transformer.py::forward) is right; `forward`
+  (train.py::evaluate), a call inside another function, is not.
 - Figures from a trained model sit in docs/figures.json, written by docs/make_figures.py; a page
   quotes them as `figure:name`, and the value beside it must match.
 """
@@ -27,69 +34,41 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# docs/site_tools.py (conftest.py puts docs/ on the path): the resolver the site's hook uses too
+from site_tools import CITATION, CODE_SPAN, CitationError, cited_lines, in_code, squash, text_before
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))  # the learner's path, docs/*.md, and the engineering shelf, docs/engineering/*.md
 PAGE_IDS = [page.relative_to(DOCS).as_posix() for page in PAGES]
-CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")
-CODE_SPAN = re.compile(r"`([^`]+)`")
+BY_LINE = re.compile(r"\b[\w/]+\.py:\d+(?:-\d+)?\b")  # the old citation by line number, which an edit above it moves
 EXAMPLE = re.compile(r"^Example: (tests/\w+\.py)::(\w+)\s*$")
-RESYNC = ("if the cited code only moved, `python docs/sync_docs.py` moves the citation; "
-          "if it changed, rewrite the page's quote (sync_docs lists those)")
+REWRITE = ("a citation names its code (path.py::name); if the code it quotes changed, "
+           "rewrite the page's quote, or cite the object that now holds it")
 PROJECT_MODULES = ("transformer", "train", "tokenizer", "generate", "gradcheck", "engineering.checkpoint")
 
 
-def squash(text):
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def cited_lines(path, first, last):
-    lines = (REPO / path).read_text(encoding="utf-8").splitlines()
-    assert 1 <= first <= last <= len(lines), f"{path}:{first}-{last} is outside the file ({len(lines)} lines)"
-    return lines[first - 1: last]
-
-
 def citations(page):
-    """(line number on the page, file, first, last, the page's line, the lines after it) for each citation."""
+    """(line number on the page, the CITATION match, the page's line, the lines after it) for each citation."""
     lines = page.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, 1):
         for match in CITATION.finditer(line):
-            first = int(match[2])
-            yield number, match[1], first, int(match[3] or first), line, lines[number:]
-
-
-def quoted_spans(line):
-    """The code spans of a page's line, other than citations and figure names."""
-    return [s for s in CODE_SPAN.findall(line) if not CITATION.search(s) and not s.startswith("figure:")]
-
-
-def fenced_block(after):
-    """The lines of a ```python block that starts on the first non-blank line of `after`, or None."""
-    rest = [line for line in after]
-    while rest and not rest[0].strip():
-        rest.pop(0)
-    if not rest or not rest[0].startswith("```python"):
-        return None
-    return rest[1: rest.index("```", 1)]
+            yield number, match, line, lines[number:]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_every_citation_quotes_its_lines(page):
-    checked = 0
-    for number, path, first, last, line, after in citations(page):
-        where = f"{page.name}:{number} cites {path}:{first}-{last}"
-        code = cited_lines(path, first, last)
-        block = fenced_block(after) if squash(CODE_SPAN.sub("", CITATION.sub("", line))).strip("*`#: ") == "" else None
-        if block is not None:
-            assert block == code, f"{where}: the code block differs from those lines; {RESYNC}"
-        elif line.lstrip().startswith("|"):
-            for span in quoted_spans(line):
-                assert squash(span) in squash(" ".join(code)), f"{where}: `{span}` is not in those lines; {RESYNC}"
-        else:  # running text names what it points at, and the cited lines must hold it
-            named = [span for span in quoted_spans(line) if squash(span) in squash(" ".join(code))]
-            assert named, (f"{where}: running text must name what it cites, as a `symbol` or `quoted fragment` "
-                           f"found in those lines; {RESYNC}")
+    wrong, checked = [], 0
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        wrong += [f"{page.relative_to(DOCS)}:{number} cites {old[0]} by line number: name what it cites, "
+                  f"{old[0].split(':')[0]}::name" for old in BY_LINE.finditer(line)]
+    for number, match, line, after in citations(page):
+        try:
+            cited_lines(line, match, after)
+        except CitationError as problem:
+            wrong.append(f"{page.relative_to(DOCS)}:{number} cites {match[0]}: {problem}")
         checked += 1
+    assert not wrong, f"{REWRITE}:\n" + "\n".join(wrong)
     assert checked or page.name == "index.md", f"{page.name} cites no code"
 
 
@@ -107,18 +86,10 @@ def function_names():
     return names
 
 
-def defs_of(path, name):
-    """(first line, last line) of every def of name in a repository file."""
-    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
-    return [(node.lineno, node.end_lineno) for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
-
-
-def named_function(line, citation_start, names):
+def named_function(line, citation, names):
     """The function a running-text citation follows: the last code span before it (and after the
     previous citation), when that span is `name` or `name()` of a def; else None."""
-    before = CITATION.split(line[:citation_start])[-1] if CITATION.search(line[:citation_start]) else line[:citation_start]
-    spans = CODE_SPAN.findall(before)
+    spans = CODE_SPAN.findall(text_before(line, citation))
     if not spans:
         return None
     name = spans[-1].removesuffix("()")
@@ -140,17 +111,13 @@ def test_a_citation_after_a_function_name_lands_inside_that_function(page, proje
         if in_fence or line.lstrip().startswith("|"):
             continue
         for match in CITATION.finditer(line):
-            if any(s.start() < match.start() < s.end() for s in CODE_SPAN.finditer(line)):
+            if in_code(line, match):
                 continue  # a citation inside a code span is code, not a pointer
-            name = named_function(line, match.start(), project_functions)
-            if name is None:
-                continue
-            first, last = int(match[2]), int(match[3] or match[2])
-            spans = defs_of(match[1], name)
-            if not any(start <= first and last <= end or first <= start <= last for start, end in spans):
-                where = f"in {match[1]} at lines {', '.join(f'{s}-{e}' for s, e in spans)}" if spans else f"nowhere in {match[1]}"
-                wrong.append(f"{page.name}:{number}: `{name}` ({match[0]}), but `{name}` is {where}")
-    assert not wrong, "a citation must point inside the function it follows:\n" + "\n".join(wrong)
+            name = named_function(line, match, project_functions)
+            if name is not None and match[2].split(".")[-1] != name:
+                wrong.append(f"{page.relative_to(DOCS)}:{number}: `{name}` ({match[0]}) points at {match[2]}, "
+                             f"not at {name}")
+    assert not wrong, "a citation right after a function's name must name that function:\n" + "\n".join(wrong)
 
 
 def literal(text):
@@ -239,21 +206,3 @@ def test_figures_json_records_its_provenance():
     for key in ("commit", "model.npz sha256", "model.json sha256", "model.tok.json sha256", "corpus sha256",
                 "settings", "versions"):
         assert provenance.get(key), key
-
-
-def test_sync_docs_moves_citations_whose_code_only_moved():
-    import sys
-    sys.path.insert(0, str(DOCS))
-    import sync_docs
-    source = (REPO / "transformer.py").read_text(encoding="utf-8").splitlines()
-    line_of = lambda text: next(n for n, line in enumerate(source, 1) if text in line)
-    embed, dx, ln = line_of("def embed_forward"), line_of("dx = dout @ W.T"), line_of("def layernorm_forward")
-    page = ["Running text names `def embed_forward` (transformer.py:1).",
-            "| dx | computes it | transformer.py:2 | `dx = dout @ W.T` |",
-            "transformer.py:3-4", "```python", source[ln - 1], source[ln], "```",
-            "A quote that stands nowhere: `no such code` (transformer.py:5)."]
-    moved, unplaced = sync_docs.relocate(list(page))
-    assert moved[0] == f"Running text names `def embed_forward` (transformer.py:{embed})."
-    assert moved[1] == f"| dx | computes it | transformer.py:{dx} | `dx = dout @ W.T` |"
-    assert moved[2] == f"transformer.py:{ln}-{ln + 1}"
-    assert unplaced == ["line 8: transformer.py:5 (the quoted code changed)"]

@@ -4,6 +4,7 @@ link and anchor lands, and a citation opens the source at its line. The fixtures
 open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip, except
 under CI."""
 
+import ast
 import html
 import html.parser
 import importlib.util
@@ -49,20 +50,56 @@ def hook():
     return load_hook()
 
 
+def def_lines(path, name):
+    """(def line, last line) of a module-level def of a repository file, read with ast."""
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if getattr(n, "name", None) == name)
+    return node.lineno, node.end_lineno
+
+
 def test_citations_become_links_to_their_line_outside_code(hook):
-    text = "`forward` (transformer.py:139) and transformer.py:138-139, but not `transformer.py:5`"
-    assert hook.link_citations(text, "") == (
-        "`forward` ([transformer.py:139](source/transformer.py.md#L139){.citation}) and "
-        "[transformer.py:138-139](source/transformer.py.md?lines=138-139#L138){.citation}, but not `transformer.py:5`")
-    assert hook.link_citations("tests/test_optim.py:54", "engineering") == (
-        "[tests/test_optim.py:54](../source/tests/test_optim.py.md#L54){.citation}")
+    first, last = def_lines("transformer.py", "linear_backward")
+    dx = line_of("transformer.py", "    dx = dout @ W.T")
+    title = '"linear_backward in transformer.py"'
+    text = ("`dx = dout @ W.T` (transformer.py::linear_backward) and transformer.py::linear_backward, "
+            "but not `transformer.py::forward`")
+    assert hook.link_citations(text, [], "index.md") == (
+        f"`dx = dout @ W.T` ([transformer.py:{dx}](source/transformer.py.md#L{dx} {title}){{.citation}}) and "
+        f"[transformer.py:{first}-{last}](source/transformer.py.md?lines={first}-{last}#L{first} {title}){{.citation}}"
+        f", but not `transformer.py::forward`")
+    row = "| dx | computes it | transformer.py::linear_backward | `dx = dout @ W.T` |"
+    assert hook.link_citations(row, [], "04-mlp.md") == (
+        f"| dx | computes it | [transformer.py:{dx}](source/transformer.py.md#L{dx} {title}){{.citation}} | "
+        f"`dx = dout @ W.T` |")
+    test = "test_clip_scales_to_max_norm_when_larger"
+    first, last = def_lines("tests/test_optim.py", test)
+    assert hook.link_citations(f"tests/test_optim.py::{test}", [], "engineering/runs.md") == (
+        f"[tests/test_optim.py:{first}-{last}](../source/tests/test_optim.py.md?lines={first}-{last}#L{first} "
+        f'"{test} in tests/test_optim.py"){{.citation}}')
 
 
 def test_citations_in_fenced_code_stay_text(hook):
     page = type("Page", (), {"file": type("File", (), {"src_uri": "01-x.md"})()})()
-    markdown = "see optim.py:3\n\n```python\nx = 1  # optim.py:3\n```\n"
+    first, last = def_lines("optim.py", "clip_grad_norm")
+    returned = line_of("optim.py", "    return ")  # lr_schedule's last line
+    code = (REPO / "optim.py").read_text(encoding="utf-8").splitlines()[returned - 1]
+    markdown = (f"see optim.py::clip_grad_norm\n\noptim.py::lr_schedule\n```python\n{code}\n```\n\n"
+                f"```python\nx = 1  # optim.py::lr_schedule\n```\n")
     assert hook.on_page_markdown(markdown, page, None, None) == (
-        "see [optim.py:3](source/optim.py.md#L3){.citation}\n\n```python\nx = 1  # optim.py:3\n```\n")
+        f'see [optim.py:{first}-{last}](source/optim.py.md?lines={first}-{last}#L{first} "clip_grad_norm in optim.py")'
+        f'{{.citation}}\n\n[optim.py:{returned}](source/optim.py.md#L{returned} "lr_schedule in optim.py"){{.citation}}'
+        f"\n```python\n{code}\n```\n\n```python\nx = 1  # optim.py::lr_schedule\n```\n")
+
+
+def test_a_citation_that_does_not_resolve_stays_text_and_is_a_warning(hook, caplog):
+    missing = "see transformer.py::no_such_function"
+    assert hook.link_citations(missing, [], "index.md") == missing
+    assert ("index.md: the citation transformer.py::no_such_function does not resolve: transformer.py defines no "
+            "no_such_function") in caplog.text
+    block = ["```python", "    dx = dout @ W.T + 1", "```"]
+    quote = "transformer.py::linear_backward"
+    assert hook.link_citations(quote, block, "04-mlp.md") == quote
+    assert "the code block's line 1, `dx = dout @ W.T + 1`, is not in linear_backward" in caplog.text
 
 
 def test_highlighted_lines_keep_the_files_lines(hook):
@@ -184,10 +221,10 @@ def line_of(path, text):
 
 
 def test_a_citation_opens_the_source_at_its_line_with_its_range_lit(open_site_page):
-    first = line_of("transformer.py", "def embed_forward(")
+    first, last = def_lines("transformer.py", "embed_forward")  # the page quotes it whole
     visit = open_site_page("01-embeddings/")
-    citation = visit.page.locator(f"a.citation:text-matches('^transformer\\\\.py:{first}-\\\\d+$')").first
-    last = int(citation.inner_text().split("-")[1])
+    citation = visit.page.locator(f"a.citation[title='embed_forward in transformer.py']"
+                                  f":text-is('transformer.py:{first}-{last}')").first
     citation.click()
     visit.page.wait_for_url(f"**/source/transformer.py/?lines={first}-{last}#L{first}")
     target = visit.page.locator(":target")

@@ -1,8 +1,10 @@
 """MkDocs hooks that make docs/ a site a learner can read offline.
 
-- Every citation `file.py:N` or `file.py:N-M` in a page becomes a link to line N of a rendered copy
-  of that file (`source/file.py/#LN`), a page this hook writes with one anchor per line. The
-  Markdown in docs/ stays as it is, so tests/test_docs.py keeps reading plain citations.
+- Every citation `file.py::name` in a page becomes a link to the lines it points at, found now, at
+  build (docs/site_tools.py's cited_lines, which tests/test_docs.py checks the pages with): its text
+  `file.py:N` or `file.py:N-M`, its title the object's name, its target line N of a rendered copy of
+  that file (`source/file.py/#LN`), a page this hook writes with one anchor per line. The Markdown
+  in docs/ stays as it is, so a learner's edit that moves code moves the links with it.
 - MathJax is served from the files of the django-static-mathjax package (MathJax 3), copied into
   the site, so formulas render with no network.
 - The navigation's "Engineering" shelf is every page of docs/engineering/, in the order below.
@@ -17,6 +19,7 @@ import logging
 import math
 import posixpath
 import re
+import sys
 from pathlib import Path
 
 import mathjax  # the django-static-mathjax package: MathJax 3's files under its static/ folder
@@ -24,11 +27,13 @@ from mkdocs.structure.files import File, InclusionLevel
 from pygments.lexers import PythonLexer
 from pygments.token import STANDARD_TYPES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # docs/, for site_tools
+from site_tools import CITATION, CitationError, cited_lines, in_code  # noqa: E402  the resolver of tests/test_docs.py
+
 log = logging.getLogger("mkdocs.hooks.site")
 
-CITATION = re.compile(r"\b([\w/]+\.py):(\d+)(?:-(\d+))?\b")  # the same pattern as tests/test_docs.py
+EXAMPLE = re.compile(r"^Example: tests/\w+\.py::\w+\s*$")  # a worked example's header: a pytest node id, left as it is
 FENCE = re.compile(r"^\s*(```|~~~)")
-CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 SOURCE_DIR = "source"  # the rendered copies live at source/<path of the file>/
 MATHJAX_DIR = "javascripts/mathjax"
 SHELF = "engineering"
@@ -46,7 +51,7 @@ def repo_root(config):
 
 
 def cited_files(docs_dir):
-    """The paths cited by any page under docs_dir. Example: 'see transformer.py:139' -> {'transformer.py'}"""
+    """The paths cited by any page under docs_dir. Example: 'see transformer.py::forward' -> {'transformer.py'}"""
     return {m[1] for page in Path(docs_dir).rglob("*.md") for m in CITATION.finditer(page.read_text(encoding="utf-8"))}
 
 
@@ -119,40 +124,48 @@ def mathjax_folder():
     return Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
 
 
-def link_citations(text, page_dir):
-    """Each citation in running text (not in a code span) as a Markdown link to its line.
+def link_citations(line, after, page_uri):
+    """Each citation of a page's line (not in a code span) as a Markdown link to the lines it points at, as
+    site_tools.cited_lines finds them now; `after` is the page's lines after this one (a quoted block's).
+    A citation that does not resolve stays text, and is a warning: `mkdocs build --strict` fails on it.
 
-    Example: 'see transformer.py:139' on index.md -> 'see [transformer.py:139](source/transformer.py.md#L139){.citation}'
+    Example: 'see `dx = dout @ W.T` (transformer.py::linear_backward)' on index.md -> 'see `dx = dout @ W.T`
+    ([transformer.py:163](source/transformer.py.md#L163 "linear_backward in transformer.py"){.citation})'
     A range N-M adds ?lines=N-M, which docs/javascripts/source-lines.js reads to light every line of it.
     """
-    def link(match):
-        target = posixpath.relpath(f"{SOURCE_DIR}/{match[1]}.md", page_dir or ".")
-        lines = f"?lines={match[2]}-{match[3]}" if match[3] else ""
-        return f"[{match[0]}]({target}{lines}#L{match[2]}){{.citation}}"
-
-    pieces = CODE_SPAN.split(text)  # text, fence, code, text, fence, code, ...
-    out = []
-    for i in range(0, len(pieces), 3):
-        out.append(CITATION.sub(link, pieces[i]))
-        if i + 2 < len(pieces):
-            out.append(pieces[i + 1] + pieces[i + 2] + pieces[i + 1])
-    return "".join(out)
+    if EXAMPLE.match(line):
+        return line
+    out, done = [], 0
+    for match in CITATION.finditer(line):
+        if in_code(line, match):
+            continue  # a citation inside a code span is code, not a pointer
+        try:
+            first, last = cited_lines(line, match, after)
+        except CitationError as problem:
+            log.warning(f"{page_uri}: the citation {match[0]} does not resolve: {problem}")
+            continue
+        path, name = match[1], match[2]
+        target = posixpath.relpath(f"{SOURCE_DIR}/{path}.md", posixpath.dirname(page_uri) or ".")
+        lines = f"-{last}" if last > first else ""
+        query = f"?lines={first}-{last}" if last > first else ""
+        out += [line[done: match.start()],
+                f'[{path}:{first}{lines}]({target}{query}#L{first} "{name} in {path}"){{.citation}}']
+        done = match.end()
+    return "".join(out) + line[done:]
 
 
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri.startswith(f"{SOURCE_DIR}/"):
         return markdown
-    page_dir = posixpath.dirname(page.file.src_uri)
-    lines, fence = [], None
-    for line in markdown.split("\n"):
+    lines, fence = markdown.split("\n"), None
+    for number, line in enumerate(lines):
         opening = FENCE.match(line)
         if fence is None and opening:
             fence = opening[1]
         elif fence is not None and line.strip().startswith(fence):
             fence = None
-        elif fence is None:
-            line = link_citations(line, page_dir)
-        lines.append(line)
+        elif fence is None and CITATION.search(line):
+            lines[number] = link_citations(line, lines[number + 1:], page.file.src_uri)
     return "\n".join(lines)
 
 
