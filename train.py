@@ -237,8 +237,8 @@ def epoch_order(seed, epoch, num_windows):  # -> (num_windows,): each epoch visi
 
 
 def start_model(corpus, s):
-    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (gpt2.py; the model's shape is its
-    own), or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
+    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (the model's shape is its own),
+    or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
     if s.init_from:
         params, cfg, tokenizer = gpt2.load(s.init_from)
         gpt2.check_settings(s, cfg, s.init_from, vars(config))

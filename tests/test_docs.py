@@ -157,9 +157,10 @@ def run(code, scope):
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
 def test_worked_examples_compute_what_the_page_shows(page):
-    project = {"np": np, **{name: importlib.import_module(name) for name in PROJECT_MODULES}}
-    for module in PROJECT_MODULES:
-        project.update({k: v for k, v in vars(project[module]).items() if not k.startswith("_")})
+    modules = {name: importlib.import_module(name) for name in PROJECT_MODULES}
+    project = {"np": np, **{name.rsplit(".", 1)[-1]: module for name, module in modules.items()}}
+    for module in modules.values():
+        project.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
     for test_file, test_name, rows in examples(page):
         scope = dict(project)  # each example starts afresh
         source = (REPO / test_file).read_text(encoding="utf-8")
