@@ -408,6 +408,10 @@ def main(argv):
     if argv[:1] == ["--exercise"]:
         return exercise_command(argv[1:])
     unknown = [name for name in argv if name not in CHECKS]
+    if unknown and unknown[0].startswith("-"):
+        print(f"gradcheck.py: no option {unknown[0]}; it takes a layer's name, --exercise NAME or --help "
+              f"(python gradcheck.py --help)", file=sys.stderr)
+        return 2
     if unknown:
         print(f"gradcheck.py: no layer {unknown[0]!r}; the layers are: {', '.join(CHECKS)}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import numpy as np
 import config
 from engineering import checkpoint, prompting, runs
 from engineering.errors import InputError, run_script
+from engineering.settings import check_seed
 from engineering.prompting import REPLY_ENDS_SAID, warn
 from generate import Sampling, continue_prompt
 
@@ -24,7 +25,7 @@ SETTERS = {  # command: (the setting it changes, its argument, what it does)
     "/topk": ("top_k", "N", "keep only the N most likely tokens; 0 turns this off"),
     "/topp": ("top_p", "P", "keep the most likely tokens until they reach probability P, in (0, 1]; 1 is off"),
     "/len": ("max_new_tokens", "N", "the most tokens one continuation may have, 1 or more"),
-    "/seed": ("seed", "N", "restart the random draws from seed N (0 or more), to repeat a session"),
+    "/seed": ("seed", "N", "restart the random draws from seed N (0 to 2**64 - 1), to repeat a session"),
 }
 
 
@@ -34,15 +35,15 @@ def set_value(session, name, text):
         value = int(text) if text.lstrip("-").isdigit() else float(text)
     except ValueError:
         raise InputError(f"{text!r} is not a number") from None
-    least = 1 if name == "max_new_tokens" else 0
     if name in ("temperature", "top_k", "top_p"):
         session.sampling = replace(session.sampling, **{name: value})  # Sampling checks its own rules
-    elif not (isinstance(value, int) and value >= least):
-        raise InputError(f"{name} must be a whole number, {least} or more, got {text}")
+    elif name == "seed":
+        check_seed(value)
+        session.seed, session.rng = value, np.random.default_rng(value)  # the draws start anew, to repeat a session
+    elif not (isinstance(value, int) and value >= 1):
+        raise InputError(f"{name} must be a whole number, 1 or more, got {text}")
     else:
         setattr(session, name, value)
-        if name == "seed":  # the draws start anew, so a session can be repeated
-            session.rng = np.random.default_rng(value)
 
 
 def settings_line(session):
@@ -87,8 +88,9 @@ def run_command(session, line):
             set_value(session, SETTERS[command][0], values[0])
             print(settings_line(session))
     except InputError as err:
-        usage = f"; nothing changed. Usage: {command} {SETTERS[command][1]}, {SETTERS[command][2]}"
-        warn(f"{err}{usage if command in SETTERS else ''}")
+        usage = f"; nothing changed. Usage: {command} {SETTERS[command][1]}, {SETTERS[command][2]}" \
+            if command in SETTERS else ""
+        warn(f"{err}{usage}")
     return True
 
 
@@ -121,8 +123,9 @@ def main(argv=None):
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return
-    home, session.model = Path(session.checkpoint), prompting.load_for_sampling(session, config.checkpoint)
-    session.home = runs.home_of(session.model.folder) or home  # the folder whose runs /models lists
+    session.model = prompting.load_for_sampling(session, config.checkpoint)
+    # the folder whose runs /models lists: the model's own home, or config.py's for a GPT-2 or a run moved out of one
+    session.home = runs.home_of(session.model.folder) or Path(config.checkpoint)
     session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
     session.rng = np.random.default_rng(session.seed)  # /seed starts it again, so a session can be repeated
     print(prompting.describe(session.model))

@@ -19,11 +19,12 @@ import functools
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import config
-from engineering import checkpoint, gpt2, runs
+from engineering import checkpoint, gpt2, runs, settings
 from engineering.corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
 from engineering.errors import InputError, run_script
 from engineering.parallel import DataParallel, processes_for
@@ -38,12 +39,14 @@ EVAL_LOGITS = 2 ** 24  # 64 MB of float32: two windows of 128 tokens of GPT-2
 SAMPLE_PROMPT = "The "
 
 
-def train(s, resume_from=None, name=None):
+def train(s, resume_from=None, name=None, given=()):
     """The whole job: a new run in s.checkpoint, named name (None: by its start time and corpus), or the
-    run in the folder resume_from continued. Returns the run's folder."""
+    run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
     Sampling(s.temperature, s.top_k, s.top_p)  # the settings of the samples, checked by their rules before the work
+    if s.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
+        gpt2.adopt_shape(s, gpt2.read_config(s.init_from), s.init_from, given)
     if s.recipe:
-        print(f"recipe {s.recipe}: " + ", ".join(f"{k} {v}" for k, v in config.RECIPES[s.recipe].items()))
+        print(recipe_line(s, given))
     if name is not None:
         runs.check_run_name(s.checkpoint, name)  # before the work of reading the corpus
     path = corpus_file(s.corpus_path, config.corpus_path)
@@ -63,7 +66,7 @@ def train(s, resume_from=None, name=None):
                                                   f"did not beat it (patience)")
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
           f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
-          f"python talk.py --checkpoint {run.folder.name}")
+          f"{checkpoint.talk_command(run.folder)}")
     return run.folder
 
 
@@ -72,9 +75,10 @@ def loop(run, params, opt, cfg, tokenizer, data, s):
     eval_interval steps (or each epoch) a validation, which keeps the best model and the state to resume."""
     (inputs, targets, val_stream), token_chars = data, token_lengths(tokenizer)
     steps_per_epoch = math.ceil(len(inputs) / s.batch_size)
-    progress = runs.Progress(run.total_steps, run.step, s.batch_size * s.seq_len)
     processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)
-    with DataParallel(processes) as parallel, runs.StopRequest().installed() as stop, np.errstate(all="ignore"):
+    tokens_per_step, may_stop_early = s.batch_size * s.seq_len, s.patience > 0
+    with DataParallel(processes) as parallel, runs.StopRequest().installed() as stop, np.errstate(all="ignore"), \
+            runs.Progress(run.total_steps, run.step, tokens_per_step, may_stop_early) as progress:
         grads_of = parallel.loss_and_grads if processes > 1 else loss_and_grads  # one: a traceback ends in yours
         while not run.done:
             epoch, index = divmod(run.step, steps_per_epoch)
@@ -105,7 +109,6 @@ def loop(run, params, opt, cfg, tokenizer, data, s):
                 run.save_progress(params, opt, s)
                 progress.close()
                 runs.stopped_by_ctrl_c(run, s)
-    progress.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,8 +243,7 @@ def start_model(corpus, s):
     """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (the model's shape is its own),
     or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
     if s.init_from:
-        params, cfg, tokenizer = gpt2.load(s.init_from)
-        gpt2.check_settings(s, cfg, s.init_from, vars(config))
+        params, cfg, tokenizer = gpt2.load(s.init_from)  # of the shape train() gave s (adopt_shape)
         return pack(params, np.dtype(s.dtype)), cfg, tokenizer
     tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
     print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
@@ -260,6 +262,18 @@ def prepare_data(corpus, tokenizer, s):
     return inputs, targets, val_stream
 
 
+def recipe_line(s, given):
+    """The recipe's settings as they are in force: a value the person typed over the recipe's is marked, and
+    so is one the model imposed (a GPT-2's own shape, adopt_shape).
+
+    Example: recipe book with --num_merges 200 -> "recipe book: num_layers 1, ..., num_merges 200 (typed), ..."
+    """
+    recipe = config.RECIPES[s.recipe]
+    notes = {name: " (typed)" if name in given else " (the model's)" if value != getattr(s, name) else ""
+             for name, value in recipe.items()}
+    return f"recipe {s.recipe}: " + ", ".join(f"{name} {getattr(s, name)}{notes[name]}" for name in recipe)
+
+
 class Diverged(InputError):
     """The loss or the gradient stopped being a finite number."""
 
@@ -267,21 +281,32 @@ class Diverged(InputError):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
-    new_or_resumed = p.add_mutually_exclusive_group()
-    new_or_resumed.add_argument("--resume", nargs="?", const="", default=None, metavar="NAME",
-                                help="continue the interrupted run NAME (or the start of its name); without NAME, "
-                                     "the latest interrupted run in --checkpoint's runs/")
-    new_or_resumed.add_argument("--name", default=argparse.SUPPRESS,  # absent where not given; --name "" is refused
-                                help="the run's name, its folder in checkpoints/runs/, by which talk.py and "
-                                     "generate.py find it (--checkpoint NAME); default: its UTC start time and the "
-                                     "corpus's name, such as 20261201-0230-sample")
+    job = p.add_mutually_exclusive_group()
+    job.add_argument("--resume", nargs="?", const="", default=None, metavar="NAME",
+                     help="continue the interrupted run NAME (or the start of its name); without NAME, the latest "
+                          "interrupted run in --checkpoint's runs/. With a --max_steps or --epochs other than the "
+                          "run's, the run is extended (or shortened) to that many steps, a finished run too: its "
+                          "learning-rate schedule is then the cosine of the new length, so the rate at the step it "
+                          "resumes from is where that cosine stands there (higher, when extended)")
+    job.add_argument("--name", default=argparse.SUPPRESS,  # absent where not given; --name "" is refused
+                     help="the run's name, its folder in checkpoints/runs/, by which talk.py and generate.py find it "
+                          "(--checkpoint NAME); default: its UTC start time and the corpus's name, such as "
+                          "20261201-0230-sample")
+    job.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/, and leave")
+    job.add_argument("--remove", metavar="NAME", help="remove the run NAME, its folder with every file in it, after "
+                                                      "asking, and leave")
+    p.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
     args = p.parse(argv)
-    s = p.settings(args)
-    if args.resume is not None:
+    s, given = p.settings(args), settings.given(argv)
+    if args.list:
+        print(runs.runs_table(Path(s.checkpoint)))
+    elif args.remove is not None:
+        runs.remove(Path(s.checkpoint), args.remove, args.yes)
+    elif args.resume is not None:
         s, folder = runs.resume_settings(s, argv, args.resume, p)
-        train(s, resume_from=folder)
+        train(s, resume_from=folder, given=given)
     else:
-        train(s, name=getattr(args, "name", None))
+        train(s, name=getattr(args, "name", None), given=given)
 
 
 if __name__ == "__main__":

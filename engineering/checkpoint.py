@@ -146,8 +146,37 @@ def corpus_kind(meta):
 
 def damaged(path, why):
     """The InputError for a file of a run that is there but cannot be used."""
-    return InputError(f"{path} is damaged ({why}): restore it from a copy, or delete its run ({Path(path).parent}/) "
-                      f"and train again")
+    folder = Path(path).parent
+    remove = removal(folder.parent.parent, folder.name) if folder.parent.name == "runs" else f"delete {folder}/"
+    return InputError(f"{path} is damaged ({why}): restore it from a copy, or remove its run ({remove}) and train "
+                      f"again")
+
+
+def removal(home, name):
+    """The command that removes the run `name` of the home folder home (home/runs/name).
+
+    Example: removal("checkpoints", "x") -> "python train.py --remove x";
+    removal("/tmp/ck", "x") -> "python train.py --remove x --checkpoint /tmp/ck"
+    """
+    return f"python train.py --remove {name}{home_option(home)}"
+
+
+def talk_command(folder):
+    """The command that talks to the model of a run folder: by its name in config.py's home, else by its folder.
+
+    Example: talk_command("checkpoints/runs/x") -> "python talk.py --checkpoint x"
+    """
+    folder = Path(folder)
+    in_home = folder.parent == Path("checkpoints") / "runs"
+    return f"python talk.py --checkpoint {folder.name if in_home else folder}"
+
+
+def home_option(home):
+    """The --checkpoint option a command needs to name the home folder home: none for config.py's own.
+
+    Example: home_option("checkpoints") -> ""; home_option("/tmp/ck") -> " --checkpoint /tmp/ck"
+    """
+    return "" if Path(home) == Path("checkpoints") else f" --checkpoint {home}"
 
 
 def check_files(folder):
@@ -173,15 +202,21 @@ def check_files(folder):
     return meta
 
 
+def is_gpt2_folder(folder):
+    """Whether folder is a Hugging Face GPT-2's rather than a run's: a file of one (config.json, model.safetensors,
+    ...) and no model.json. Its missing files are then named by gpt2.load, not taken for a missing model."""
+    return not (Path(folder) / "model.json").exists() and any((Path(folder) / name).exists() for name in gpt2.FILES)
+
+
 def holds_model(folder):
-    """Whether folder holds a model to load: a run's (model.json) or a Hugging Face GPT-2's (config.json)."""
-    return (Path(folder) / "model.json").exists() or (Path(folder) / "config.json").exists()
+    """Whether folder holds a model to load: a run's (model.json) or a Hugging Face GPT-2's."""
+    return (Path(folder) / "model.json").exists() or is_gpt2_folder(folder)
 
 
 def load(folder):
     """The checkpoint in folder, every file checked against the others; a GPT-2 folder as gpt2.load reads it."""
     folder = Path(folder)
-    if (folder / "config.json").exists() and not (folder / "model.json").exists():
+    if is_gpt2_folder(folder):
         params, cfg, tokenizer = gpt2.load(folder)
         return Checkpoint(params, cfg, tokenizer, {"gpt2": str(folder), "corpus": {"kind": "text"}}, folder)
     meta = check_files(folder)

@@ -76,17 +76,49 @@ BYTE_ORDER_MARKS = [(codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-
                     (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")]
 
 
+# the first bytes of the files most often given by mistake, and what they are
+SIGNATURES = [(b"\x7fELF", "an executable (ELF)"), (b"MZ", "a Windows program (.exe or .dll)"),
+              (b"\xcf\xfa\xed\xfe", "an executable (Mach-O)"), (b"\x89PNG", "a PNG image"),
+              (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"), (b"%PDF", "a PDF document"),
+              (b"PK\x03\x04", "a zip archive (or a .docx, .xlsx, .epub: a zip of files)"),
+              (b"\x1f\x8b", "a gzip archive"), (b"SQLite format 3\0", "an SQLite database")]
+
+
+def utf16_text(data):
+    """The encoding ("UTF-16" or "UTF-32") that data is text in, by its byte order mark or, without one, by
+    its look: every other byte 0, as in UTF-16's Latin letters, and decoding to characters nearly all
+    printable; None where it is neither.
+
+    Example: "Zoë".encode("utf-16-le") -> "UTF-16"; the first bytes of an executable -> None
+    """
+    marked = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), None)
+    if marked:
+        return marked
+    for encoding, zeros in (("utf-16-le", data[1::2]), ("utf-16-be", data[0::2])):
+        if zeros.count(0) < len(zeros) // 2:
+            continue
+        try:
+            text = data[: len(data) // 2 * 2].decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        printable = sum(char.isprintable() or char in "\n\r\t" for char in text)
+        if text and printable >= 0.95 * len(text):
+            return "UTF-16"
+    return None
+
+
 def not_utf8(path, data):
-    """The InputError for a file that is not UTF-8 text: it names the encoding it most likely has
-    (UTF-16 or UTF-32 by a byte order mark, or by every other byte being 0), or calls it binary.
+    """The InputError for a file that is not UTF-8 text: it names what the file is (an executable, an image,
+    an archive, other binary data) or the encoding its text most likely has (UTF-16 or UTF-32, else Latin-1).
 
     Example: a file of "Zoë".encode("utf-16") -> "cannot read zoe.txt: it is UTF-16 text, not UTF-8; ..."
     """
-    encoding = next((name for mark, name in BYTE_ORDER_MARKS if data.startswith(mark)), None)
-    if encoding is None and (data[1::2].count(0) > len(data) // 4 or data[0::2].count(0) > len(data) // 4):
-        encoding = "UTF-16"  # without a byte order mark: every other byte of ASCII text is 0
+    kind = next((what for signature, what in SIGNATURES if data.startswith(signature)), None)
+    if kind:
+        return InputError(f"{path} is {kind}, not text; give a UTF-8 text file, or a CSV")
+    encoding = utf16_text(data)
     if encoding is None and b"\0" in data:
-        return InputError(f"{path} holds NUL bytes, so it is binary, not text; give a UTF-8 text file")
+        return InputError(f"{path} holds NUL bytes, so it is binary data, not text; give a UTF-8 text file")
     said, name = (f"{encoding} text", encoding) if encoding else \
         ("in another encoding (Latin-1, Windows-1252?)", "LATIN1")
     return InputError(f"cannot read {path}: it is {said}, not UTF-8; save it as UTF-8, in an editor or with "

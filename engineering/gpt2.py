@@ -50,11 +50,8 @@ def load(folder):
     ModelConfig(vocab_size=50257, context_len=1024, emb_dim=768, num_heads=12, num_layers=12, ...)
     """
     folder = Path(folder)
-    for name in FILES:
-        if not (folder / name).is_file():
-            raise InputError(f"{folder / name} is missing: a GPT-2 folder holds {', '.join(FILES)}; {REFETCH}")
+    cfg = read_config(folder)
     gpt2_config = read_object(folder / "config.json")
-    cfg = model_config(gpt2_config, folder / "config.json")
     tokenizer = read_tokenizer(folder / "vocab.json", folder / "merges.txt")
     if tokenizer.vocab_size != cfg.vocab_size:
         raise InputError(f"{folder / 'vocab.json'} has {tokenizer.vocab_size} tokens but config.json's vocab_size "
@@ -64,17 +61,34 @@ def load(folder):
     return params, cfg, tokenizer
 
 
-def check_settings(s, cfg, folder, defaults):
-    """Refuse, in one line, a model-shape setting that disagrees with the GPT-2 in folder: a fine-tuned
-    model has its shape. A setting left at its default (config.py's value) follows the model."""
-    shape = {"context_len": cfg.context_len, "emb_dim": cfg.emb_dim, "num_heads": cfg.num_heads,
-             "num_layers": cfg.num_layers, "ff_dim": cfg.ff_dim, "ln_eps": cfg.ln_eps}
-    for name, value in shape.items():
-        if getattr(s, name) not in (value, defaults[name]):
+def read_config(folder):
+    """The ModelConfig of the GPT-2 in folder, from its config.json, once the folder holds all of FILES;
+    InputError naming what is missing or wrong. Reads no weights: quick, to check settings before any work."""
+    folder = Path(folder)
+    for name in FILES:
+        if not (folder / name).is_file():
+            raise InputError(f"{folder / name} is missing: a GPT-2 folder holds {', '.join(FILES)}; {REFETCH}")
+    return model_config(read_object(folder / "config.json"), folder / "config.json")
+
+
+SHAPE = ("context_len", "emb_dim", "num_heads", "num_layers", "ff_dim", "ln_eps")  # settings a GPT-2 has its own of
+
+
+def adopt_shape(s, cfg, folder, given):
+    """Set the model-shape settings of s to the GPT-2's (cfg): a fine-tuned model keeps its shape, whatever
+    config.py or a recipe says. A shape setting the person typed (given) that disagrees is refused in one line;
+    so is a seq_len they typed longer than the model reads, where a recipe's or config.py's is shortened to it."""
+    for name in SHAPE:
+        value = getattr(cfg, name)
+        if name in given and getattr(s, name) != value:
             raise InputError(f"--{name} {getattr(s, name)} disagrees with the GPT-2 in {folder}/ ({name} {value}): "
                              f"a model fine-tuned from it keeps its shape; leave --{name} out")
+        setattr(s, name, value)
     if s.seq_len > cfg.context_len:
-        raise InputError(f"--seq_len {s.seq_len} is longer than the GPT-2 in {folder}/ reads ({cfg.context_len})")
+        if "seq_len" in given:
+            raise InputError(f"--seq_len {s.seq_len} is longer than the GPT-2 in {folder}/ reads "
+                             f"({cfg.context_len}); give --seq_len {cfg.context_len} or less")
+        s.seq_len = cfg.context_len
 
 
 def read_object(path):

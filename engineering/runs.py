@@ -14,6 +14,7 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -27,6 +28,8 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from engineering import checkpoint
+from engineering.checkpoint import home_option, removal, talk_command
+from engineering.corpus import plural
 from engineering.errors import InputError
 from engineering.files import write_atomically
 from engineering.settings import given
@@ -60,8 +63,8 @@ def check_run_name(home, name):
         raise InputError(f"--name {name!r} cannot name a run's folder: give a name that is not empty, has no / or \\ "
                          f"and does not start with a dot, such as --name shakespeare")
     if (Path(home) / "runs" / name).exists():
-        raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name "
-                         f"(python talk.py --list lists the runs)")
+        raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name, or "
+                         f"remove that run first: {removal(home, name)}")
 
 
 def new_run_folder(home, name, given):
@@ -76,8 +79,8 @@ def new_run_folder(home, name, given):
             return folder
         except FileExistsError:
             if given:  # made since check_run_name looked
-                raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name") \
-                    from None
+                raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name, or "
+                                 f"remove that run first: {removal(home, name)}") from None
         except OSError as err:
             raise InputError(f"cannot write checkpoints to {folder.parent}/ ({err.strerror}); choose a folder "
                              f"with --checkpoint") from None
@@ -126,7 +129,11 @@ class RunSummary:
     damaged: str  # what is wrong with its model's files, "" where nothing is
 
     def state(self):
-        return "DAMAGED" if self.damaged else "finished" if self.done else "interrupted"
+        if self.damaged:
+            return "DAMAGED"
+        if not self.has_model and self.total_steps is None:
+            return "no model yet"  # killed before its first save, or training towards it now
+        return "finished" if self.done else "interrupted"
 
 
 def summarize(folder):
@@ -199,13 +206,38 @@ def runs_table(home):
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines += [f"{run.folder.name} is damaged: {run.damaged}" for run in runs if run.damaged]
+    lines += [f"{run.folder.name} has no model yet: if no training is writing to it, {removal(home, run.folder.name)} "
+              f"frees its name" for run in runs if run.state() == "no model yet"]
+    lines += [f"{removal(home, 'NAME')} removes a run, its folder and every file in it"]
     return "\n".join([f"runs in {home}/runs/, the last saved first (* is what talk.py reads without --checkpoint: "
                       f"the latest finished run)", *lines])
 
 
-def run_to_resume(home, name=None):
+def remove(home, name, confirmed):
+    """Remove the run of home named name (or the start of its name): its folder and every file in it. Asks first,
+    unless confirmed (--yes); refuses a run a training is writing to, and anything but a run's name."""
+    if "/" in name or os.sep in name or name in ("", ".", ".."):
+        raise InputError(f"--remove takes a run's name, as python train.py --list shows it, not {name!r}")
+    folder = find(name, home)
+    run = summarize(folder)
+    files = [path for path in folder.rglob("*") if path.is_file() and path.name != ".lock"]
+    said = (f"the run {folder.name} in {home}/runs/ ({run.state()}, {plural(run.step, 'step')}; "
+            f"{plural(len(files), 'file')}, {sum(path.stat().st_size for path in files) / 2 ** 20:.1f} MB)")
+    with locked(folder):  # refuses, in one line, a run that a training is writing to
+        if not confirmed:
+            if not sys.stdin.isatty():
+                raise InputError(f"--remove would remove {said}; add --yes to remove it without being asked")
+            if input(f"remove {said}? [y/N] ").strip().lower() not in ("y", "yes"):
+                print("nothing removed")
+                return
+        shutil.rmtree(folder)
+    print(f"removed {said}")
+
+
+def run_to_resume(home, name=None, extending=False):
     """The run folder `train.py --resume [NAME]` continues: the run named (or started) name, else the latest
-    interrupted run of home. InputError where there is none, or the run is finished."""
+    interrupted run of home. InputError where there is none, where it saved no state to resume from, or where
+    it is finished and not extending (a --max_steps, --epochs or --patience of its own given)."""
     if name is None:
         interrupted = [run for run in summarize_runs(home) if not run.done and run.total_steps is not None]
         if not interrupted:
@@ -214,26 +246,36 @@ def run_to_resume(home, name=None):
         return interrupted[0].folder
     folder = find(name, home)
     run = summarize(folder)
+    if run.total_steps is None and run.has_model and not run.damaged:
+        raise InputError(f"the run {folder.name} saved its model but no state to resume from (it was stopped "
+                         f"between the two), so it cannot go on; its model is whole: {talk_command(folder)}. "
+                         f"Start a new run without --resume, or {removal(home, folder.name)}")
     if run.total_steps is None:
-        raise InputError(f"nothing to resume in {folder}/ (no resume.json): it saved no state to resume from; "
-                         f"start a new run without --resume")
-    if run.done:
-        raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. Start a new run "
-                         f"without --resume")
+        raise InputError(f"nothing to resume in {folder}/: it saved no state to resume from; start a new run "
+                         f"without --resume, or {removal(home, folder.name)}")
+    if run.done and not extending:
+        raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. To train it further, "
+                         f"give it more steps (--max_steps N or --epochs N beyond its {run.step:,}, and --patience 0 "
+                         f"where patience stopped it); or start a new run without --resume")
     return folder
+
+
+EXTENDING = ("max_steps", "epochs", "patience")  # settings a resumed run may change: how long it goes on
 
 
 def resume_settings(s, argv, name, parser):
     """(the settings of the run being resumed, its folder): the run `train.py --resume [NAME]` continues,
-    with the settings it was started with; a setting given on the command line (argv) must agree.
-    parser: the script's SettingsParser, which checks the settings."""
-    folder = run_to_resume(Path(s.checkpoint), name or None)
+    with the settings it was started with; a setting given on the command line (argv) must agree, but for
+    EXTENDING's, which make the run longer (or shorter). parser: the script's SettingsParser, which checks them."""
+    typed = given(argv) - {"checkpoint", "resume"}
+    changed = {setting for setting in typed if setting in EXTENDING}
+    folder = run_to_resume(Path(s.checkpoint), name or None, extending=bool(changed))
     saved = checkpoint.read_progress(folder)["settings"]
-    for setting in given(argv) - {"checkpoint", "resume"}:
+    for setting in typed - changed:
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "
-                             f"{saved[setting]!r}); drop --{setting}")
-    resumed = parser.settings(types.SimpleNamespace(**{**vars(s), **saved}))
+                             f"{saved[setting]!r}); drop --{setting} (only {', '.join(EXTENDING)} may change)")
+    resumed = parser.settings(types.SimpleNamespace(**{**vars(s), **saved, **{k: getattr(s, k) for k in changed}}))
     resumed.checkpoint = s.checkpoint
     return resumed, folder
 
@@ -267,6 +309,7 @@ class Run:
     history: list = field(default_factory=list)  # one entry per validation: step, train_loss, val_loss, val_bpc
     done: bool = False  # it took its last step, or stopped improving (patience)
     started: float = field(default_factory=time.perf_counter)
+    said_no_plot: bool = False  # that losses.png cannot be drawn, said once a run
 
     def best(self):
         return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
@@ -301,7 +344,9 @@ class Run:
         progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(s),
                     "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
         checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
-        write_losses(self.folder, self.step_losses, self.history)
+        if not write_losses(self.folder, self.step_losses, self.history) and not self.said_no_plot:
+            print_out(NO_PLOT)
+            self.said_no_plot = True
 
 
 def start(s, corpus, cfg, total_steps, resume_from, name, params, opt):
@@ -317,12 +362,22 @@ def start(s, corpus, cfg, total_steps, resume_from, name, params, opt):
     if progress["corpus_sha256"] != info["sha256"]:
         raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
                          f"start a new run without --resume")
+    if total_steps <= progress["step"]:
+        raise InputError(f"the run {resume_from.name} has taken {progress['step']:,} steps, and these settings give it "
+                         f"{total_steps:,}: give a larger --max_steps or --epochs to train it further")
     for key in params:
         params[key][...] = saved_params[key]
     opt.load_state(opt_state)
-    print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}")
-    return Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"],
-               progress.get("done", False))
+    run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"])
+    # done as the loop decides it, from where the run stands: the saved flag, unless more steps or patience were given
+    run.done = bool(run.history) and 0 < s.patience <= run.validations_since_best()
+    if run.done:
+        raise InputError(f"the run {resume_from.name} stopped because {s.patience} validations in a row did not beat "
+                         f"its best; resume it with a larger --patience, or --patience 0 to let it run to the end")
+    stretched = "" if total_steps == progress["total_steps"] else \
+        f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
+    print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
+    return run
 
 
 @contextlib.contextmanager
@@ -344,9 +399,9 @@ def finishing(run):
 
 def stopped_by_ctrl_c(run, s):
     """Say on stderr, and in a log where stdout is one, that the run was interrupted and how to resume it; exit 130."""
-    home = "" if Path(s.checkpoint) == Path("checkpoints") else f" --checkpoint {s.checkpoint}"
     said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in {run.folder}/. "
-            f"Resume with: python train.py --resume {run.folder.name}{home}\n{run.where_the_model_is()}")
+            f"Resume with: python train.py --resume {run.folder.name}{home_option(s.checkpoint)}\n"
+            f"{run.where_the_model_is()}")
     print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
     if not sys.stdout.isatty():
         print_out(f"\n{said}")
@@ -354,22 +409,26 @@ def stopped_by_ctrl_c(run, s):
 
 
 def write_losses(folder, step_losses, history):
-    """losses.csv: one row per step (training loss), with the validation figures where they were taken."""
+    """losses.csv: one row per step (training loss), with the validation figures where they were taken; and
+    losses.png. Returns whether losses.png was drawn (matplotlib may be missing)."""
     table = pd.DataFrame({"step": np.arange(1, len(step_losses) + 1), "train_loss": step_losses})
     if history:
         table = table.merge(pd.DataFrame(history)[["step", "val_loss", "val_bpc"]], on="step", how="left")
     write_atomically(folder / "losses.csv", table.to_csv(index=False).encode("utf-8"))
-    plot_losses(folder, table)
+    return plot_losses(folder, table)
+
+
+NO_PLOT = 'losses.png is not drawn: matplotlib is not installed (pip install -e ".[plot]"); losses.csv has the numbers'
 
 
 def plot_losses(folder, table):
-    """losses.png, where matplotlib is installed (pip install -e ".[plot]")."""
+    """Draw losses.png, where matplotlib is installed (pip install -e ".[plot]"); False where it is not."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return
+        return False
     figure, axes = plt.subplots(figsize=(7, 4))
     axes.plot(table["step"], table["train_loss"].rolling(50, min_periods=1).mean(), label="training (mean of 50 steps)")
     if "val_loss" in table:
@@ -382,6 +441,7 @@ def plot_losses(folder, table):
     figure.savefig(folder / "losses.png.tmp.png")
     plt.close(figure)
     (folder / "losses.png.tmp.png").replace(folder / "losses.png")
+    return True
 
 
 def print_out(text):
@@ -410,8 +470,9 @@ class Progress:
     or quieter halfway changes the estimate within half a minute, where the whole run's mean would
     lag behind for the rest of the run."""
 
-    def __init__(self, total_steps, first_step, tokens_per_step):
+    def __init__(self, total_steps, first_step, tokens_per_step, may_stop_early=False):
         self.total, self.tokens_per_step = total_steps, tokens_per_step
+        self.at_most = "at most " if may_stop_early else ""  # patience may stop the run before its last step
         self.terminal = sys.stderr.isatty()
         self.shown = time.perf_counter()
         self.recent = collections.deque([(self.shown, first_step)])  # (time, step) of the last RATE_SECONDS
@@ -432,7 +493,7 @@ class Progress:
             return
         self.shown = now
         line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
-                f"  {duration((self.total - step) / rate)} to go")
+                f"  {self.at_most}{duration((self.total - step) / rate)} to go")
         if self.terminal:
             print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
             self.drawn = True
@@ -443,6 +504,12 @@ class Progress:
         """Print lines that stay, below the progress line."""
         self.close()
         print_out(text)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):  # however the loop ends, a second Ctrl-C included: what is said next starts a line
+        self.close()
 
     def close(self):
         if self.drawn:

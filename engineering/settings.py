@@ -45,6 +45,18 @@ def comments(config):
     return found
 
 
+SEEDS = 2 ** 64  # a seed is a whole number from 0 to SEEDS - 1, as PyTorch's are
+
+
+def check_seed(seed):
+    """Raise SettingError unless seed can seed NumPy's generators here (0 to 2**64 - 1).
+
+    Example: check_seed(-3) -> SettingError("seed must be a whole number from 0 to 18446744073709551615, got -3")
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
+        raise SettingError(f"seed must be a whole number from 0 to {SEEDS - 1}, got {seed}")
+
+
 def check(s, recipes):
     """Raise SettingError naming the first setting that cannot work. s: a namespace of settings; recipes:
     config.RECIPES. The model's shape is ModelConfig's to check, and the sampling settings are
@@ -60,6 +72,7 @@ def check(s, recipes):
     for name in ["max_rows", "num_merges", "max_steps", "eval_tokens", "warmup_steps", "weight_decay", "patience"]:
         if not getattr(s, name) >= 0:
             raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
+    check_seed(s.seed)
     rules = [
         (s.init_from or s.seq_len <= s.context_len,  # a GPT-2 to start from has its own context_len (gpt2.py)
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
@@ -71,6 +84,8 @@ def check(s, recipes):
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
         (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
         (s.recipe in ("", *recipes), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(recipes)}"),
+        (s.recipe != "gpt2" or s.init_from, "--recipe gpt2 fine-tunes a GPT-2: give its folder with --init_from "
+                                            "(python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt)"),
     ]
     for holds, message in rules:
         if not holds:

@@ -7,6 +7,7 @@ raw tensors; where transformers and torch are installed, against GPT2LMHeadModel
 and the token ids against transformers' GPT-2 tokenizers on the same vocabulary.
 """
 
+import io
 import json
 import math
 import os
@@ -688,3 +689,25 @@ def test_ids_match_a_vocabulary_trained_by_tokenizers(tmp_path):
     ours = gpt2.read_tokenizer(tmp_path / "vocab.json", tmp_path / "merges.txt")
     for text in HARD_STRINGS + [TRAINING_TEXT]:
         assert ours.encode(text) == trainer.encode(text).ids, repr(text)
+
+
+# --- what a newcomer met (issue 32): the README's fine-tune command, /models on a GPT-2 folder ----------------
+
+def test_the_readmes_fine_tune_command_takes_the_gpt2s_own_context(gpt2_folder, tmp_path):
+    (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
+    result = run_script("train.py", "--recipe", "gpt2", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt",
+                        "--name", "mine", "--max_steps", "2", "--eval_interval", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    recipe = result.stdout.splitlines()[0]  # n_positions is 24: the recipe's seq_len 128 yields to it
+    assert recipe.startswith("recipe gpt2: seq_len 24 (the model's), batch_size 4, max_steps 2 (typed), "), recipe
+    assert checkpoint.load(tmp_path / "checkpoints" / "runs" / "mine").meta["settings"]["context_len"] == 24
+
+
+def test_models_in_a_conversation_with_a_gpt2_folder_lists_config_pys_runs(gpt2_folder, tmp_path, monkeypatch,
+                                                                         capsys):
+    import talk
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/models\n"))
+    talk.main(["--checkpoint", str(gpt2_folder)])
+    assert capsys.readouterr().err == ("there are no runs in checkpoints/runs/ yet: train one with `python train.py`, "
+                                       "named with --name NAME if you like\n")

@@ -288,7 +288,7 @@ def test_a_damaged_run_is_named_damaged_when_read(home_of_runs):
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (f"error: {broken.relative_to(home_of_runs)}/model.npz is damaged (it is not the file "
                              f"model.json was saved with: a partial copy, an edit, or files from two runs mixed): "
-                             f"restore it from a copy, or delete its run ({broken.relative_to(home_of_runs)}/) and "
+                             f"restore it from a copy, or remove its run (python train.py --remove broken) and "
                              f"train again\n")
 
 
@@ -331,7 +331,8 @@ def test_a_name_that_names_no_run_or_two_is_one_line(home_of_runs, name, message
 def test_list_shows_every_run_the_last_saved_first_its_state_and_the_default(home_of_runs):
     result = run_talk_in(home_of_runs, "", "--list")
     assert result.returncode == 0, result.stderr
-    heading, columns, *rows, damaged = result.stdout.splitlines()
+    heading, columns, *rows, damaged, removal = result.stdout.splitlines()
+    assert removal == "python train.py --remove NAME removes a run, its folder and every file in it"
     assert heading == ("runs in checkpoints/runs/, the last saved first (* is what talk.py reads without "
                        "--checkpoint: the latest finished run)")
     assert columns.split() == ["name", "saved", "(UTC)", "corpus", "steps", "state", "best", "bits/char"]
@@ -349,7 +350,7 @@ def test_list_shows_every_run_the_last_saved_first_its_state_and_the_default(hom
     ]
     assert damaged == ("broken is damaged: checkpoints/runs/broken/model.npz is damaged (it is not the file model.json "
                        "was saved with: a partial copy, an edit, or files from two runs mixed): restore it from a "
-                       "copy, or delete its run (checkpoints/runs/broken/) and train again")
+                       "copy, or remove its run (python train.py --remove broken) and train again")
     inside = replies(run_talk_in(home_of_runs, "/models\n", "--checkpoint", "shakespeare"))
     assert inside == result.stdout.splitlines()  # /models lists the same runs, from within a conversation
 
@@ -419,7 +420,8 @@ def test_a_broken_checkpoint_is_one_line_and_exit_2(tiny_checkpoint, tmp_path, d
     said = said.format(folder=folder, V=checkpoint.load(tiny_checkpoint).cfg.vocab_size)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: " + said), result.stderr
     if " is damaged (" in said:  # it says what to do
-        assert result.stderr.endswith(f": restore it from a copy, or delete its run ({folder}/) and train again\n")
+        assert result.stderr.endswith(f": restore it from a copy, or remove its run (delete {folder}/) and train "
+                                      f"again\n")
     elif said.startswith("no model"):
         assert "train one with `python train.py`" in result.stderr
 

@@ -340,8 +340,9 @@ def test_corrupt_or_foreign_checkpoint_is_a_clear_error_and_listed_as_damaged(tr
 def test_a_damaged_file_is_called_damaged_with_what_to_do(trained):
     run = run_folder(trained)
     (run / "model.npz").write_bytes((run / "model.npz").read_bytes()[:-10])
-    with pytest.raises(ValueError, match=rf"{run}/model.npz is damaged \(.*\): restore it from a copy, or delete its "
-                                         rf"run \({run}/\) and train again"):
+    with pytest.raises(ValueError, match=rf"{run}/model.npz is damaged \(.*\): restore it from a copy, or remove its "
+                                         rf"run \(python train.py --remove {run.name} --checkpoint {trained}\) and "
+                                         rf"train again"):
         checkpoint.load(run)
     assert "train a model" not in runs.runs_table(trained)
 
@@ -494,7 +495,7 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--corpus_path", str(empty)], "holds no text"),
         (["--corpus_path", str(short)], "fewer than one window"),
         (["--corpus_path", str(one_row)], "cannot be split"),
-        (["--corpus_path", str(binary)], "holds NUL bytes, so it is binary, not text"),
+        (["--corpus_path", str(binary)], "holds NUL bytes, so it is binary data, not text"),
         (["--corpus_path", str(corpus), "--checkpoint", str(blocked / "ck")], "cannot write checkpoints"),
         (["--epochz", "3"], "unrecognized arguments: --epochz"),
         (["--epochs", "three"], "invalid int value: 'three'"),
@@ -508,7 +509,7 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--corpus_path", str(tmp_path / "empty.txt")], "holds no text"),
         (["--corpus_path", str(tmp_path / "blank.txt")], "holds no text (only whitespace)"),
         (["--corpus_path", str(tmp_path / "latin1.txt")], "in another encoding (Latin-1, Windows-1252?), not UTF-8"),
-        (["--corpus_path", str(tmp_path / "binary.txt")], "binary, not text"),
+        (["--corpus_path", str(tmp_path / "binary.txt")], "binary data, not text"),
         (["--corpus_path", str(tmp_path / "short.txt")], "fewer than one window"),
         (["--recipe", "novel"], "there is no recipe 'novel'; the recipes are: book"),
         (["--max_steps", "-1"], "max_steps must be 0 or more"),
