@@ -9,6 +9,7 @@ except under CI.
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,47 @@ def test_mlp_data_at_one_is_the_pages_example():
     stored = case("mlp", "1")
     assert round(stored["y"], 4) == 0.8412 and round(stored["dy_dx"], 4) == 1.0830
     assert round(stored["mlp_out"], 4) == 1.1824 and round(stored["mlp_dx"], 4) == 1.1659
+
+
+def test_the_gelu_widgets_text_says_what_its_own_numbers_show():
+    cases = list(committed("mlp")["tables"]["choice"]["cases"].values())
+    text, xs = committed("mlp")["try"], [c["x"] for c in cases]
+    dy = np.array([c["dy_dx"] for c in cases])
+    lowest = re.search(r"lowest at x = (\S+) of the slider's steps", text)
+    assert float(lowest[1]) == xs[int(np.argmin([c["y"] for c in cases]))]
+    turn = re.search(r"dy/dx changes sign between x = (\S+) and (\S+),", text)
+    left, right = xs.index(float(turn[1])), xs.index(float(turn[2]))
+    assert right == left + 1 and dy[left] < 0 <= dy[right] and (dy[:left] <= 0).all() and (dy[right:] >= 0).all()
+    off = re.search(r"is off most at x = (\S+) and (\S+);", text)
+    gaps = {x: abs(c["dy_dx"] - c["wrong"]) for x, c in zip(xs, cases)}
+    assert {float(off[1]), float(off[2])} == {x for x, gap in gaps.items() if gap > max(gaps.values()) - 1e-6}
+    above = re.search(r"above 1 for every x from (\S+) on, highest at x = (\S+) \((\S+)\)", text)
+    start = xs.index(float(above[1]))
+    assert (dy[start:] > 1).all() and dy[start - 1] <= 1  # the issue: it does not fall back under 1 after 3
+    assert float(above[2]) == xs[int(np.argmax(dy))] and float(above[3]) == round(dy.max(), 3)
+
+
+def test_the_attention_widgets_text_says_what_its_own_maps_show():
+    maps, text = committed("attention")["tables"]["maps"]["cases"], committed("attention")["try"]
+    top = max(float(k.split("|")[1]) for k in maps)
+    weights = lambda h, t, s: np.array(maps[f"{h}|{s:g}"]["weights"][t][: t + 1])  # noqa: E731
+    scales = sorted({float(k.split("|")[1]) for k in maps})
+    named = lambda clause: [(int(h), int(t)) for h, t in re.findall(r"head (\d)'s row (\d)", clause)]  # noqa: E731
+    single, tied, fixed = (re.search(pattern, text)[0] for pattern in (
+        r"one largest score sharpens onto it \([^)]*\)", r"largest scores tie ends split between them \([^)]*\)",
+        r"keeps its weights at every s \([^)]*\)"))
+    assert f"at s = {top:g}" in single
+    for h, t in named(single):  # all its weight on one key at the largest scale
+        assert weights(h, t, top).max() > 0.999
+    for h, t in named(tied):  # two keys share it evenly, however large the scale
+        assert np.sort(weights(h, t, top))[-2:].tolist() == [0.5, 0.5]
+    for h, t in named(fixed):  # the issue: head 0's row 1 stays [0.5, 0.5], it sharpens onto nothing
+        assert all(np.allclose(weights(h, t, s), weights(h, t, scales[0])) for s in scales)
+    assert len(named(single) + named(tied) + named(fixed)) == 4, "every row but row 0 of each head, named once"
+    nan_from = float(re.search(r"From s = (\S+) the naive softmax", text)[1])
+    cases = committed("attention")["tables"]["choice"]["cases"]
+    assert all(("nan" in c["naive"]) == (float(k.split("|")[2]) >= nan_from) for k, c in cases.items()
+               if k.split("|")[1] == "2")
 
 
 def block_expected(mlp, reads):
