@@ -122,7 +122,8 @@ def shape_hint(shape, expected):
     if len(shape) == len(expected) > 1 and shape == expected[::-1]:
         return f"{shape} is {expected} turned round: a transpose missing, or a product's operands swapped"
     if len(shape) > len(expected) and shape[len(shape) - len(expected):] == expected:
-        return f"{shape} keeps the leading axes {shape[:len(shape) - len(expected)]}: sum over every row, every leading axis"
+        leading = shape[: len(shape) - len(expected)]
+        return f"{shape} keeps the leading axes {leading}: sum over every row, every leading axis"
     return None
 
 
@@ -147,10 +148,12 @@ def value_hint(analytic, numeric):
         return "the measured gradient is 0 in every entry (the loss ignores this tensor); yours is not"
     if numeric.ndim > 1 and close(numeric.sum(axis=-1), 0) and not close(analytic.sum(axis=-1), 0):
         worst = np.max(np.abs(analytic.sum(axis=-1)))
-        return f"each row of the measured gradient sums to 0, yours do not (up to {worst:.2g}): a term shared by the row is missing"
+        return (f"each row of the measured gradient sums to 0, yours do not (up to {worst:.2g}): "
+                f"a term shared by the row is missing")
     c = float((analytic * numeric).sum() / (numeric * numeric).sum())
     if not math.isclose(c, 1, rel_tol=1e-4) and close(analytic, c * numeric):
-        return f"yours is {factor_name(c)} times the measured gradient in every entry: a constant factor is missing or extra"
+        return (f"yours is {factor_name(c)} times the measured gradient in every entry: "
+                f"a constant factor is missing or extra")
     if numeric.ndim == 2:
         wrong = [i for i in range(len(numeric)) if not close(analytic[i], numeric[i])]
         if 0 < len(wrong) < len(numeric):
