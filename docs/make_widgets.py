@@ -374,11 +374,12 @@ def gelu_tour(cases):
     off_most = [x for x, gap in zip(xs, gaps) if gap > gaps.max() - 1e-9]
     above = next(i for i in range(len(xs)) if all(c["dy_dx"] > 1 for c in cases[i:]))
     peak = int(np.argmax([c["dy_dx"] for c in cases]))
+    off = listed([f"{x:g}" for x in off_most])
     return (f"Slide x below 0: GELU(x) dips under 0, lowest at x = {lowest:g} of the slider's steps, and dy/dx "
-            f"changes sign between x = {xs[turn - 1]:g} and {xs[turn]:g}, which ReLU's never does. Notice the red slope, which forgets that tanh u "
-            f"depends on x, is off most at x = {listed([f'{x:g}' for x in off_most])}; and the true dy/dx is above 1 "
-            f"for every x from {xs[above]:g} on, highest at x = {xs[peak]:g} ({cases[peak]['dy_dx']:.3f}): there "
-            f"GELU climbs faster than x itself.")
+            f"changes sign between x = {xs[turn - 1]:g} and {xs[turn]:g}, which ReLU's never does. Notice the red "
+            f"slope, which forgets that tanh u depends on x, is off most at x = {off}; and the true dy/dx is above 1 "
+            f"for every x from {xs[above]:g} on, highest at x = {xs[peak]:g} ({cases[peak]['dy_dx']:.3f}): there GELU "
+            f"climbs faster than x itself.")
 
 
 def mlp():
