@@ -240,7 +240,7 @@ MISTAKES = {
                                        {"gain": "(3, 6) keeps the leading axes (3,)"}),
     "layernorm, right but into its dout": ("layernorm", LAYERNORM_INTO_ITS_DOUT, {"(cache)", "(repeat)"}, {}),
     "attention without / sqrt(hs)": ("attention", ATTENTION_WITHOUT_THE_SCALE, {"x", "Wq", "bq", "Wk"},
-                                     {name: "yours is √2 times the measured gradient" for name in ("Wq", "bq", "Wk")}),
+                                     dict.fromkeys(("Wq", "bq", "Wk"), "yours is √2 times the measured gradient")),
     "softmax without the row's sum": ("softmax", SOFTMAX_WITHOUT_THE_SUM, {"x"},
                                       {"x": "each row of the measured gradient sums to 0, yours do not"}),
     "cross-entropy into its cache": ("cross_entropy", CROSS_ENTROPY_INTO_ITS_CACHE, {"(cache)", "(repeat)"}, {}),
@@ -323,7 +323,8 @@ def test_the_command_line(tmp_path):
     assert listed.returncode == 0
     assert [line.split()[0] for line in listed.stdout.splitlines() if line.startswith("  ")] == list(gradcheck.EXERCISES)
     assert "  layernorm      layernorm_backward      exercises/layernorm.py" in listed.stdout
-    assert "derive (--track derive): exercises/derive/NAME.py gives only the shapes and the page to read" in listed.stdout
+    assert ("derive (--track derive): exercises/derive/NAME.py gives only the shapes and the page to read"
+            in listed.stdout)
     derive = subprocess.run([sys.executable, "gradcheck.py", "--exercise", "--track", "derive"], cwd=REPO,
                             capture_output=True, text=True, timeout=60)
     assert "  layernorm      layernorm_backward      exercises/derive/layernorm.py" in derive.stdout
