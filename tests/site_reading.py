@@ -92,6 +92,12 @@ READ_CODE_OVERFLOW = """() => [...document.querySelectorAll("article pre > code"
     .filter(c => c.scrollWidth > c.clientWidth + 1)
     .map(c => [c.textContent.split("\\n")[0], c.scrollWidth - c.clientWidth])"""
 
+# display formulas wider than the column, outside the closed folds: each one's TeX and its overflow in pixels
+READ_WIDE_MATH = """() => [...document.querySelectorAll("article div.arithmatex")]
+    .filter(d => !d.closest("details:not([open])") && d.scrollWidth > d.clientWidth + 1)
+    .map(d => [(MathJax.startup.document.getMathItemsWithin(d)[0] || {math: d.textContent}).math.slice(0, 60),
+               d.scrollWidth - d.clientWidth])"""
+
 # each widget's first two children and its provenance fold, as a learner meets them
 READ_WIDGETS = """() => [...document.querySelectorAll("div.widget")].map(w => {
     const source = w.querySelector("details.w-source");
@@ -152,7 +158,8 @@ def read_site(browser, site):
             got.update({"pictures": page.evaluate(READ_PICTURES), "width": page.evaluate(READ_WIDTH),
                         "words": page.evaluate(READ_WORDS), "toc and folds": page.evaluate(READ_TOC_AND_FOLDS),
                         "display tex": page.evaluate(READ_DISPLAY_TEX),
-                        "code overflow": page.evaluate(READ_CODE_OVERFLOW), "widgets": page.evaluate(READ_WIDGETS)})
+                        "code overflow": page.evaluate(READ_CODE_OVERFLOW), "wide math": page.evaluate(READ_WIDE_MATH),
+                        "widgets": page.evaluate(READ_WIDGETS)})
         seen[path, 1280] = got
         if not path.startswith("source/"):
             page.set_viewport_size({"width": 400, "height": 900})

@@ -193,6 +193,27 @@ def cross_entropy_backward(cache):
     dlogits[np.arange(len(targets)), targets] -= 1.0  # not divided by N
     return dlogits
 '''
+ATTENTION_WITH_THE_SOFTMAX_DIAGONAL = '''
+import math
+
+from transformer import linear_backward
+
+
+def attention_backward(dout, cache):
+    (q_cache, k_cache, v_cache), q, k, v, attn, out_cache = cache
+    B, nh, T, hs = q.shape
+    dmerged, dWo, dbo = linear_backward(dout, out_cache)
+    dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)
+    dv = attn.swapaxes(-1, -2) @ dheads
+    dscores = attn * (dheads @ v.swapaxes(-1, -2)) / math.sqrt(hs)  # the softmax's diagonal alone
+    dq, dk = dscores @ k, dscores.swapaxes(-1, -2) @ q
+    rows = lambda d: d.transpose(0, 2, 1, 3).reshape(B, T, nh * hs)
+    dx_q, dWq, dbq = linear_backward(rows(dq), q_cache)
+    dx_k, dWk, dbk = linear_backward(rows(dk), k_cache)
+    dx_v, dWv, dbv = linear_backward(rows(dv), v_cache)
+    return dx_q + dx_k + dx_v, {"Wq": dWq, "bq": dbq, "Wk": dWk, "bk": dbk, "Wv": dWv, "bv": dbv,
+                                "Wo": dWo, "bo": dbo}
+'''
 LAYERNORM_INTO_ITS_DOUT = '''
 def layernorm_backward(dout, cache):
     xhat, rstd, gain = cache
@@ -241,6 +262,9 @@ MISTAKES = {
     "layernorm, right but into its dout": ("layernorm", LAYERNORM_INTO_ITS_DOUT, {"(cache)", "(repeat)"}, {}),
     "attention without / sqrt(hs)": ("attention", ATTENTION_WITHOUT_THE_SCALE, {"x", "Wq", "bq", "Wk"},
                                      dict.fromkeys(("Wq", "bq", "Wk"), "yours is √2 times the measured gradient")),
+    "attention with the softmax's diagonal alone": ("attention", ATTENTION_WITH_THE_SOFTMAX_DIAGONAL,
+                                                    {"x", "Wq", "bq", "Wk", "bk"},
+                                                    {"bk": "the measured gradient is 0 in every entry"}),
     "softmax without the row's sum": ("softmax", SOFTMAX_WITHOUT_THE_SUM, {"x"},
                                       {"x": "each row of the measured gradient sums to 0, yours do not"}),
     "cross-entropy into its cache": ("cross_entropy", CROSS_ENTROPY_INTO_ITS_CACHE, {"(cache)", "(repeat)"}, {}),

@@ -1,8 +1,9 @@
-"""The docs as a site, opened in a real browser (headless Chromium): every page loads with no console
-error and no request leaving the site, every formula is typeset, every picture loads, every internal
-link and anchor lands, and a citation opens the source at its line. The fixtures (site, browser,
-open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip, except
-under CI."""
+"""The docs as a site, opened in a real browser (headless Chromium): every page loads with no console error
+and no request leaving the site, every formula is typeset, every picture loads and reads at 10 px, every
+internal link and anchor lands, a citation opens the source at its line; the start page is the model in
+equations, and the lessons are as long as they say. The fixtures (site, browser, site_pages, which reads each
+page once, and open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip,
+except under CI."""
 
 import ast
 import html
@@ -372,6 +373,11 @@ def test_no_picture_on_the_start_page_or_a_lesson_scrolls_sideways_at_1280_px(si
     assert not wide, wide
     shown = {p["src"] for path in ["", *LESSONS] for p in site_pages[path, 1280]["pictures"]}
     assert {"attention.svg", "block.svg", "model.svg"} <= {src.rsplit("/", 1)[-1] for src in shown}, shown
+
+
+def test_no_formula_on_the_start_page_or_a_lesson_scrolls_sideways_at_1280_px(site_pages):
+    wide = {path or "index": page["wide math"] for path in ["", *LESSONS] if (page := site_pages[path, 1280])["wide math"]}
+    assert not wide, f"display formulas wider than the column (TeX, pixels over): {wide}"
 
 
 def test_the_table_of_contents_leaves_out_the_headings_inside_folds(site_pages):
