@@ -3,6 +3,7 @@
     python gradcheck.py                       every layer on its own, then the whole model
     python gradcheck.py layernorm             one layer (the names: python gradcheck.py --list)
     python gradcheck.py --exercise layernorm  your layernorm_backward, in exercises/layernorm.py
+    python gradcheck.py --exercise layernorm --track derive   the same, in exercises/derive/layernorm.py
     python gradcheck.py --exercise            the exercises, in the order to do them
 
 Change a backward in transformer.py, then run this: the table says, layer by layer and tensor by
@@ -11,9 +12,13 @@ up and down. A layer whose backward is wrong fails, and so does every layer buil
 block, the model), so the table shows how far a mistake spreads. Exit status 0 when all pass, 1
 when one fails. The tests call the same checks.
 
-Or write a backward of your own without touching transformer.py: exercises/NAME.py holds the
-function's signature and hints (docs/exercises.md), and --exercise NAME runs that layer's check
-with your function in place of the project's (--exercises-dir DIR reads DIR/NAME.py instead).
+Or write a backward of your own without touching transformer.py, on one of two tracks
+(docs/exercises.md): exercises/NAME.py, the guided track, holds the function's signature, its
+equations and hints; exercises/derive/NAME.py, the derive track (--track derive), only the
+signature, the shapes and the page to read. --exercise NAME runs that layer's check with your
+function in place of the project's (--exercises-dir DIR reads DIR/NAME.py instead). Where the
+numbers show a likely mistake (rows that should sum to 0, a constant factor, a shape turned
+round), the table adds a hint under the row.
 
 Why float64: with h = 1e-5 the central difference is accurate to about h^2 from the truncation
 and 1e-16 / h from rounding, so float64 agrees with a right backward to 1e-9 or better on one
@@ -80,7 +85,19 @@ def gradient_error(analytic, numeric):
     return relative_error(analytic, numeric)
 
 
-class WrongShape(float):
+class Error(float):
+    """A tensor's error, with what its numbers show of the likely mistake: `hint`, a sentence, or None.
+
+    Example: Error(0.83, "a constant factor") < TOLERANCE -> False; Error(1e-11).hint -> None
+    """
+
+    def __new__(cls, error, hint=None):
+        measured = super().__new__(cls, error)
+        measured.hint = hint
+        return measured
+
+
+class WrongShape(Error):
     """The error of a gradient that is missing or not the shape of its tensor: infinite, so it fails
     wherever an error is compared, and it keeps both shapes for the table to say.
 
@@ -88,7 +105,7 @@ class WrongShape(float):
     """
 
     def __new__(cls, shape, expected):  # shape None: the backward gave no gradient for the tensor
-        error = super().__new__(cls, math.inf)
+        error = super().__new__(cls, math.inf, shape_hint(shape, expected))
         error.shape, error.expected = shape, expected
         return error
 
@@ -98,13 +115,63 @@ class WrongShape(float):
         return f"shape {self.shape}, expected {self.expected}"
 
 
+def shape_hint(shape, expected):
+    """What a wrong shape says of the mistake. Example: (5, 4) for (4, 5) -> a transpose; (3, 5) for (5,) -> a sum"""
+    if shape is None or shape == expected:
+        return None
+    if len(shape) == len(expected) > 1 and shape == expected[::-1]:
+        return f"{shape} is {expected} turned round: a transpose missing, or a product's operands swapped"
+    if len(shape) > len(expected) and shape[len(shape) - len(expected):] == expected:
+        leading = shape[: len(shape) - len(expected)]
+        return f"{shape} keeps the leading axes {leading}: sum over every row, every leading axis"
+    return None
+
+
+def factor_name(c):
+    """A constant factor as a learner would recognise it. Example: 1.4142 -> 'about √2', 6.0 -> '6'"""
+    for k in range(2, 65):
+        for value, name in ((k, f"{k}"), (1 / k, f"1/{k}"), (math.sqrt(k), f"√{k}"), (1 / math.sqrt(k), f"1/√{k}")):
+            if math.isclose(abs(c), value, rel_tol=1e-6):
+                return ("-" if c < 0 else "") + name
+    return f"{c:.4g}"
+
+
+def value_hint(analytic, numeric):
+    """What a wrong gradient's numbers say of the mistake, or None: rows that should sum to 0 and do not, a
+    constant factor, or a few rows wrong while the rest agree. Each rule holds for every entry, so a right
+    backward, or a mistake of another kind, gets none."""
+    scale = max(np.max(np.abs(analytic)), np.max(np.abs(numeric)))
+    if scale == 0:
+        return None
+    close = lambda a, b: np.max(np.abs(a - b)) <= 1e-6 * scale  # noqa: E731  the rounding of the numerical gradient
+    if close(numeric, 0):
+        return "the measured gradient is 0 in every entry (the loss ignores this tensor); yours is not"
+    if numeric.ndim > 1 and close(numeric.sum(axis=-1), 0) and not close(analytic.sum(axis=-1), 0):
+        worst = np.max(np.abs(analytic.sum(axis=-1)))
+        return (f"each row of the measured gradient sums to 0, yours do not (up to {worst:.2g}): "
+                f"a term shared by the row is missing")
+    c = float((analytic * numeric).sum() / (numeric * numeric).sum())
+    if not math.isclose(c, 1, rel_tol=1e-4) and close(analytic, c * numeric):
+        return (f"yours is {factor_name(c)} times the measured gradient in every entry: "
+                f"a constant factor is missing or extra")
+    if numeric.ndim == 2:
+        wrong = [i for i in range(len(numeric)) if not close(analytic[i], numeric[i])]
+        if 0 < len(wrong) < len(numeric):
+            rows = ", ".join(map(str, wrong))
+            return f"only rows {rows} are wrong, the other rows agree: what do those rows have in common?"
+    return None
+
+
 def tensor_error(gradient, f, x, h=1e-5):
     """The error of a backward's gradient for x: gradient_error against the numerical gradient of f,
-    or WrongShape, before anything is compared, where it is missing (None) or not x's shape."""
+    with a hint where it fails (value_hint), or WrongShape, before anything is compared, where it is
+    missing (None) or not x's shape."""
     shape = None if gradient is None else np.shape(gradient)
     if shape != x.shape:
         return WrongShape(shape, x.shape)
-    return gradient_error(gradient, numerical_grad(f, x, h))
+    numeric = numerical_grad(f, x, h)
+    error = gradient_error(gradient, numeric)
+    return Error(error, None if error < TOLERANCE else value_hint(np.asarray(gradient, dtype=np.float64), numeric))
 
 
 def check_params(loss, params, grads, h=1e-5):
@@ -127,6 +194,19 @@ def arrays_in(value):
     return []
 
 
+def copied(value):
+    """A cache (nested tuples, named tuples, lists and dicts of arrays) with every array copied."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {key: copied(item) for key, item in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple, such as AttentionCache
+        return type(value)(*(copied(item) for item in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(copied(item) for item in value)
+    return value
+
+
 def layer_errors(forward_fn, backward_fn, inputs, rng):
     """Check one layer's backward for every array in `inputs`: {name: error}, plus "(cache)" and
     "(repeat)" where the backward is not a pure function of its arguments.
@@ -134,21 +214,22 @@ def layer_errors(forward_fn, backward_fn, inputs, rng):
     forward_fn() reads the arrays in `inputs` by reference and returns (out, cache);
     backward_fn(dout, cache) returns {name: gradient} for the same names. The loss checked is
     f = sum(out * dout), whose gradient on the output is dout, so the backward handed dout must
-    give the numerical gradient of f. The backward is then called again on the same cache: a
-    backward that writes into its cache or its dout gives other gradients the second time.
+    give the numerical gradient of f. The backward gets copies of dout and of the cache, so one that
+    writes into them is blamed only in the purity rows: the loss is measured with the dout it was
+    handed, and the inputs it nudges are the forward's own. It is then called again on the copies it
+    was handed: a backward that writes into its cache or its dout gives other gradients the second time.
     """
     out, cache = forward_fn()
     dout = rng.normal(size=np.shape(out))
-    before = [array.copy() for array in arrays_in((dout, cache))]
-    analytic = backward_fn(dout, cache)
+    handed = (copied(dout), copied(cache))
+    analytic = copied(backward_fn(*handed))  # copied: a gradient that is a view of dout stays what it was
     f = lambda: float((forward_fn()[0] * dout).sum())
     errors = {name: tensor_error(analytic.get(name), f, x) for name, x in inputs.items()}
-    after = arrays_in((dout, cache))
-    if not all(np.array_equal(old, new) for old, new in zip(before, after)):
-        errors["(cache)"] = float("inf")  # the backward wrote into its cache or its dout
-    again = backward_fn(dout, cache)
+    if not all(np.array_equal(old, new) for old, new in zip(arrays_in((dout, cache)), arrays_in(handed))):
+        errors["(cache)"] = math.inf  # the backward wrote into its cache or its dout
+    again = backward_fn(*handed)
     if not all(np.array_equal(analytic[name], again.get(name)) for name in analytic):
-        errors["(repeat)"] = float("inf")  # a second call on the same cache gave other gradients
+        errors["(repeat)"] = math.inf  # a second call on the same cache gave other gradients
     return errors
 
 
@@ -299,6 +380,8 @@ def report(layer, errors):
         else:
             shown, outcome = f"{error:.1e}", "pass" if error < TOLERANCE else "FAIL"
         rows.append(f"{layer:<10} {backward:<23} {tensor:<17} {shown:>8}  {outcome}")
+        if not error < TOLERANCE and getattr(error, "hint", None):
+            rows.append(f"{'':<10} hint: {error.hint}")
         layer = backward = ""
     return rows
 
@@ -349,14 +432,14 @@ def learners_function(path, name):
     return getattr(module, name, None)
 
 
-def judge_exercise(name, folder):
+def judge_exercise(name, folder, track="guided"):
     """Run the check of exercise `name` with the learner's function, from folder/NAME.py, in place of
     the project's: the same table as `python gradcheck.py LAYER`. Exit status 0 right, 1 not (yet)."""
     layer = EXERCISES[name]
     function, path = CHECKS[layer][0], folder / f"{name}.py"
     if not path.is_file():
-        print(f"gradcheck.py: there is no {shown(path)}; `git checkout exercises/{name}.py` brings back its stub",
-              file=sys.stderr)
+        print(f"gradcheck.py: there is no {shown(path)}; `git checkout {shown(TRACKS[track] / path.name)}` brings "
+              f"back its stub", file=sys.stderr)
         return 2
     learners = learners_function(path, function)
     if learners is None:
@@ -379,18 +462,41 @@ def judge_exercise(name, folder):
     return 1
 
 
+# the two tracks of exercises: the guided stubs (signature, equations, hints) and the derive stubs (signature,
+# shapes and the page to read, for a learner who derives the backward); --track picks one, guided by default
+TRACKS = {"guided": REPO / "exercises", "derive": REPO / "exercises" / "derive"}
+
+
+def take_option(args, flag):
+    """(the value after flag, or None, the other args); ValueError when flag ends the args."""
+    if flag not in args:
+        return None, args
+    at = args.index(flag)
+    if at + 1 == len(args):
+        raise ValueError(flag)
+    return args[at + 1], args[:at] + args[at + 2:]
+
+
 def exercise_command(args):
-    """`--exercise [NAME] [--exercises-dir DIR]`: the list of exercises, or one judged."""
-    folder = REPO / "exercises"
-    if "--exercises-dir" in args:
-        at = args.index("--exercises-dir")
-        if at + 1 == len(args):
-            print("gradcheck.py: --exercises-dir needs a folder", file=sys.stderr)
-            return 2
-        folder, args = Path(args[at + 1]), args[:at] + args[at + 2:]
+    """`--exercise [NAME] [--track guided|derive] [--exercises-dir DIR]`: the list of exercises, or one judged."""
+    try:
+        track, args = take_option(args, "--track")
+        folder, args = take_option(args, "--exercises-dir")
+    except ValueError as flag:
+        print(f"gradcheck.py: {flag} needs {'a folder' if str(flag) == '--exercises-dir' else 'guided or derive'}",
+              file=sys.stderr)
+        return 2
+    track = track or "guided"
+    if track not in TRACKS:
+        print(f"gradcheck.py: no track {track!r}; the tracks are: {', '.join(TRACKS)}", file=sys.stderr)
+        return 2
+    folder = TRACKS[track] if folder is None else Path(folder)
     if not args:
         print("the exercises, in the order to do them (docs/exercises.md): write the body of the function in\n"
-              "its file, then run python gradcheck.py --exercise NAME\n")
+              "its file, then run python gradcheck.py --exercise NAME. Two tracks, the same seven functions:\n"
+              f"guided (the default): {shown(TRACKS['guided'])}/NAME.py gives the equations and hints\n"
+              f"derive (--track derive): {shown(TRACKS['derive'])}/NAME.py gives only the shapes and the page "
+              f"to read\n")
         for name, layer in EXERCISES.items():
             print(f"  {name:<14} {CHECKS[layer][0]:<23} {shown(folder / f'{name}.py')}")
         return 0
@@ -398,12 +504,13 @@ def exercise_command(args):
         what = "one exercise at a time" if len(args) > 1 else f"no exercise {args[0]!r}"
         print(f"gradcheck.py: {what}; the exercises are: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
-    return judge_exercise(args[0], folder)
+    return judge_exercise(args[0], folder, track)
 
 
 def main(argv):
     if argv in (["--list"], ["-h"], ["--help"]):
-        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS) + "\nexercises: " + ", ".join(EXERCISES))
+        print(__doc__.strip() + "\n\nlayers: " + ", ".join(CHECKS) + "\nexercises: " + ", ".join(EXERCISES)
+              + "\ntracks of the exercises: " + ", ".join(TRACKS))
         return 0
     if argv[:1] == ["--exercise"]:
         return exercise_command(argv[1:])

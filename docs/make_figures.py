@@ -472,10 +472,13 @@ def svg_bytes(fig, title, model_sha256, data_sha256):
 
 
 def draw_attention(data):
+    """Every head's map, two heads a row, the rows sharing the tokens on their axes: narrow enough for a
+    page's column with its token labels at 8 pt."""
     plt = pyplot()
     maps, tokens = data["attention"], data["tokens"]
     L, nh, T, _ = maps.shape
-    fig, axes = plt.subplots(L, nh, figsize=(4.6 * nh + 1.2, 4.6 * L), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(L, nh, figsize=(7.4, 4.0 * L + 0.9), squeeze=False, sharex=True, sharey=True,
+                             layout="constrained")
     hidden = np.isneginf(causal_mask(T, T, np.float64))  # where the mask leaves weight 0: drawn grey
     colours = plt.get_cmap("Blues").with_extremes(bad="#ececec")
     for layer in range(L):
@@ -483,12 +486,16 @@ def draw_attention(data):
             ax = axes[layer, head]
             image = ax.imshow(np.ma.masked_where(hidden, maps[layer, head]), cmap=colours, vmin=0, vmax=1,
                               interpolation="none")
-            ax.set_title(f"block {layer}, head {head}")
-            ax.set_xticks(range(T), tokens, rotation=90, fontsize=7, family="monospace")
-            ax.set_yticks(range(T), tokens, fontsize=7, family="monospace")
-            ax.set_xlabel("key: the token looked at")
-            ax.set_ylabel("query: the token looking")
-    fig.colorbar(image, ax=axes, shrink=0.5, label="attention weight (each row sums to 1)")
+            ax.set_title(f"block {layer}, head {head}", fontsize=9)
+            ax.set_xticks(range(T), tokens, rotation=90, fontsize=8, family="monospace")
+            ax.set_yticks(range(T), tokens, fontsize=8, family="monospace")
+            ax.label_outer()  # the tokens once per row and column: the panels share them
+    for ax in axes[-1]:
+        ax.set_xlabel("key: the token looked at")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("query: the token looking")
+    fig.colorbar(image, ax=axes, orientation="horizontal", shrink=0.6, aspect=40,
+                 label="attention weight (each row sums to 1)")
     return fig
 
 
@@ -640,22 +647,28 @@ def shape_text(shapes, *names):
     return "; ".join(f"{', '.join(group)} {shape}" for shape, group in groups.items())
 
 
-# The block, row by row: (forward array, what computes it from the row above, its gradient where
-# block_backward hands one between layers, what computes that gradient from the next one below).
-# Every shape is read from block_data's.
-BLOCK_ROWS = [
-    ("X", "", "dX", "layernorm_backward: {dln1_gain, dln1_shift}; + dX_mid (the residual)"),
-    ("h1", "layernorm_forward: {ln1_gain, ln1_shift}", "dh1",
-     "attention_backward: {dWq, dWk, dWv, dWo, dbq, dbk, dbv, dbo}"),
-    ("Q, K, V", "x W + b: {Wq, Wk, Wv, bq, bk, bv}; split into heads", None, ""),
-    ("A", "softmax(mask(Q K\u1d40 / \u221ahs))", None, ""),
-    ("heads", "A V, the heads side by side", None, ""),
-    ("X_mid", "X + heads Wo + bo: {Wo, bo}", "dX_mid",
-     "layernorm_backward: {dln2_gain, dln2_shift}; + dout (the residual)"),
-    ("h2", "layernorm_forward: {ln2_gain, ln2_shift}", "dh2", "mlp_backward: {dW1, db1, dW2, db2}"),
-    ("hidden", "h2 W1 + b1: {W1, b1}", None, ""),
-    ("activated", "GELU(hidden)", None, ""),
-    ("out", "X_mid + activated W2 + b2: {W2, b2}", "dout", ""),
+# The block, forward: (array, what computes it from the row above), every shape read from block_data's;
+# {names} are parameters, replaced by the names and their shapes.
+BLOCK_FORWARD = [
+    ("X", ""),
+    ("h1", "layernorm_forward: {ln1_gain, ln1_shift}"),
+    ("Q, K, V", "h1 W + b: {Wq, Wk, Wv, bq, bk, bv}; split into heads"),
+    ("A", "softmax(Q K\u1d40 / \u221ahs + mask), one map per head"),
+    ("heads", "A V, the heads side by side"),
+    ("X_mid", "X + heads Wo + bo: {Wo, bo}; the residual adds X"),
+    ("h2", "layernorm_forward: {ln2_gain, ln2_shift}"),
+    ("hidden", "h2 W1 + b1: {W1, b1}"),
+    ("activated", "GELU(hidden)"),
+    ("out", "X_mid + activated W2 + b2: {W2, b2}; the residual adds X_mid"),
+]
+# The block, backward, from the gradient on its output to the one on its input: (the gradient block_backward
+# hands between layers, what computes it from the row above).
+BLOCK_BACKWARD = [
+    ("dout", ""),
+    ("dh2", "mlp_backward: {dW1, db1, dW2, db2}"),
+    ("dX_mid", "layernorm_backward: {dln2_gain, dln2_shift}; + dout, the residual"),
+    ("dh1", "attention_backward: {dWq, dWk, dWv, dWo, dbq, dbk, dbv, dbo}"),
+    ("dX", "layernorm_backward: {dln1_gain, dln1_shift}; + dX_mid, the residual"),
 ]
 
 
@@ -664,53 +677,45 @@ def with_shapes(text, shapes):
     return re.sub(r"\{([^}]*)\}", lambda m: shape_text(shapes, *m[1].split(", ")), text)
 
 
-def skip(ax, edge, bar, y_from, y_to):
+def skip(ax, edge, bar, y_from, y_to, colour="#888888"):
     """A residual connection: from a box's side at y_from out to x = bar, along, and back in at y_to."""
-    ax.plot([edge, bar, bar], [y_from, y_from, y_to], color="#888888", linewidth=1)
-    ax.annotate("", (edge, y_to), (bar, y_to), arrowprops={"arrowstyle": "-|>", "color": "#888888",
+    ax.plot([edge, bar, bar], [y_from, y_from, y_to], color=colour, linewidth=1)
+    ax.annotate("", (edge, y_to), (bar, y_to), arrowprops={"arrowstyle": "-|>", "color": colour,
                                                           "shrinkA": 0, "shrinkB": 0})
 
 
+def chain(ax, rows, shapes, colour, fill, skips):
+    """One column of boxes, top to bottom, each `name (shape)`, an arrow between each two with what
+    computes the lower from the upper beside it; skips: (from, to) pairs joined by a residual line."""
+    y = {name: len(rows) - 1 - i for i, (name, _) in enumerate(rows)}
+    box = {"boxstyle": "round,pad=0.3", "facecolor": fill, "edgecolor": colour}
+    arrow = {"arrowstyle": "-|>", "color": colour, "shrinkA": 9, "shrinkB": 9}
+    for i, (name, how) in enumerate(rows):
+        ax.text(1.75, y[name], f"{name} {tuple(shapes[name])}", ha="center", va="center", bbox=box,
+                family="monospace", fontsize=9)
+        if i:
+            ax.annotate("", (1.75, y[name]), (1.75, y[rows[i - 1][0]]), arrowprops=arrow)
+            ax.text(1.9, y[name] + 0.5, with_shapes(how, shapes), va="center", fontsize=8, color=colour)
+    for bar, (start, end) in zip((0.12, 0.34), skips):  # the residual: the input skips the branch, the gradient too
+        skip(ax, 0.55, bar, y[start], y[end])
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.5, len(rows) - 0.5)
+    ax.axis("off")
+
+
 def draw_block(data):
+    """One block as two columns of arrays, forward above backward, narrow enough for a page's column."""
     plt = pyplot()
     shapes, cfg = data["shapes"], data["config"]
     shapes = {**shapes, "Q, K, V": shapes["Q"]}
-    fig, ax = plt.subplots(figsize=(10.5, 9.4), layout="constrained")
-    ax.set_xlim(0, 12)
-    ax.set_ylim(-0.9, len(BLOCK_ROWS) - 0.2)
-    ax.axis("off")
-    y = {name: len(BLOCK_ROWS) - 1 - i for i, (name, *_) in enumerate(BLOCK_ROWS)}
-    box = {"boxstyle": "round,pad=0.35", "facecolor": "#eef3f8", "edgecolor": INK}
-    back_box = {**box, "facecolor": "#fbeeee", "edgecolor": ACCENT}
-    arrow = {"arrowstyle": "-|>", "color": INK, "shrinkA": 11, "shrinkB": 11}
-    back_arrow = {**arrow, "color": ACCENT}
-    for i, (name, how, grad, grad_how) in enumerate(BLOCK_ROWS):
-        ax.text(2.0, y[name], f"{name}  {tuple(shapes[name])}", ha="center", va="center", bbox=box, family="monospace")
-        if i:
-            above = BLOCK_ROWS[i - 1][0]
-            ax.annotate("", (2.0, y[name]), (2.0, y[above]), arrowprops=arrow)
-            ax.text(2.15, y[name] + 0.5, with_shapes(how, shapes), va="center", fontsize=7.5, color=INK)
-        if grad:
-            ax.text(9.6, y[name], f"{grad}  {tuple(shapes[grad])}", ha="center", va="center", bbox=back_box,
-                    family="monospace")
-        if grad_how:
-            below = next(row for row, _, g, _ in BLOCK_ROWS[i + 1:] if g)
-            ax.annotate("", (9.6, y[name]), (9.6, y[below]), arrowprops=back_arrow)
-            ax.text(9.45, (y[name] + y[below]) / 2, with_shapes(grad_how, shapes), va="center", ha="right",
-                    fontsize=7.5, color=ACCENT)
-    for start, end in (("X", "X_mid"), ("X_mid", "out")):  # the residual: the input skips the branch
-        skip(ax, 0.95, 0.35, y[start], y[end])
-    for start, end in (("out", "X_mid"), ("X_mid", "X")):  # and its gradient skips the branch's backward
-        skip(ax, 10.55, 11.15, y[start], y[end])
-    ax.text(0.2, (y["X"] + y["X_mid"]) / 2, "residual", rotation=90, va="center", color="#888888", fontsize=8)
-    ax.text(11.3, (y["X"] + y["X_mid"]) / 2, "residual", rotation=90, va="center", color="#888888", fontsize=8)
+    fig, (forward_ax, backward_ax) = plt.subplots(2, 1, figsize=(7.4, 8.4), layout="constrained",
+                                                  height_ratios=[len(BLOCK_FORWARD), len(BLOCK_BACKWARD)])
+    chain(forward_ax, BLOCK_FORWARD, shapes, INK, "#eef3f8", [("X", "X_mid"), ("X_mid", "out")])
+    chain(backward_ax, BLOCK_BACKWARD, shapes, ACCENT, "#fbeeee", [("dout", "dX_mid"), ("dX_mid", "dX")])
     B, T = shapes["X"][:2]
-    ax.text(6.0, len(BLOCK_ROWS) - 0.45,
-            f"one block, forward (blue, down) and backward (red, up): B = {B} window of T = {T} tokens, "
-            f"C = {cfg['emb_dim']}, nh = {cfg['num_heads']} heads of hs = {shapes['Q'][-1]}, F = {cfg['ff_dim']}",
-            ha="center", fontsize=9)
-    ax.text(6.0, -0.75, "every gradient has the shape of the array it belongs to: d(name) is (name)'s shape",
-            ha="center", fontsize=8, color="#555555")
+    forward_ax.set_title(f"forward, down: B = {B} window of T = {T} tokens, C = {cfg['emb_dim']}, "
+                         f"nh = {cfg['num_heads']} heads of hs = {shapes['Q'][-1]}, F = {cfg['ff_dim']}", fontsize=9)
+    backward_ax.set_title("backward, down from dout: each gradient has the shape of its array", fontsize=9)
     return fig
 
 

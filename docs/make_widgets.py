@@ -271,6 +271,42 @@ def attention_rows(x, scale):
     return cases, maps
 
 
+def listed(names):
+    """Example: ["a"] -> "a"; ["a", "b", "c"] -> "a, b and c" """
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def shown_row(weights):
+    """A row of weights as the text names it. Example: [0.5, 0.0, 0.5] -> "[0.5, 0, 0.5]" """
+    return "[" + ", ".join(f"{w:.2g}" for w in weights) + "]"
+
+
+def sharpening(maps, cases, scales):
+    """What sliding the scale up does to each row of each head's map, from the maps themselves: a row whose
+    scores are all equal keeps its weights at every scale; one with a single largest score ends on it;
+    one whose largest scores tie ends split between them. And the first scale at which the naive softmax
+    gives nan. Row 0, which sees only itself, is left out."""
+    heads, T = len({k.split("|")[0] for k in maps}), len(next(iter(maps.values()))["weights"])
+    kinds = {"fixed": [], "single": [], "tied": []}
+    for h, t in product(range(heads), range(1, T)):
+        rows = [np.array(maps[key(h, s)]["weights"][t][: t + 1]) for s in scales]
+        last = rows[-1]
+        kind = ("fixed" if all(np.allclose(r, rows[0], atol=1e-9) for r in rows) else
+                "single" if np.sum(last > last.max() - 1e-9) == 1 else "tied")
+        kinds[kind].append(f"head {h}'s row {t}, {shown_row(last)}")
+    naive_nan = min(s for s in scales if any(np.isnan(c["naive"]).any() for k, c in cases.items()
+                                             if k.endswith(f"|{s}")))
+    parts = [f"a row with one largest score sharpens onto it ({listed(kinds['single'])} at s = {scales[-1]:g})"
+             if kinds["single"] else "",
+             f"a row whose largest scores tie ends split between them ({listed(kinds['tied'])})"
+             if kinds["tied"] else "",
+             f"and a row whose scores are all equal keeps its weights at every s ({listed(kinds['fixed'])})"
+             if kinds["fixed"] else ""]
+    return (f"Slide the scale s up: {'; '.join(part for part in parts if part)}. From s = {naive_nan:g} the naive "
+            f"softmax (in red) gives nan while the shifted one stays exact. Notice the map's upper right is always "
+            f"0: the causal mask keeps each query from the keys after it.")
+
+
 def attention():
     x = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])  # test_attention_worked_example
     cases, maps = {}, {}
@@ -280,9 +316,7 @@ def attention():
         maps.update(weights)
     return {
         "title": "Pick a head, a query position and a scale",
-        "try": "Slide the scale s up: every row of the map sharpens from an even average onto its largest score, "
-               "and from s = 1000 the naive softmax (in red) gives nan while the shifted one stays exact. Notice "
-               "the map's upper right is always 0: the causal mask keeps each query from the keys after it.",
+        "try": sharpening(maps, cases, ATTENTION_SCALES),
         "caption": "x = [[1, 0], [0, 1], [1, 1]], two heads of one dimension and Wk = Wv = Wo = I: the "
                    "hand-picked example of test_attention_worked_example, whose scores the scale s multiplies "
                    "through Wq = s I. dout = 1 everywhere, as in test_attention_backward_worked_example. Every "
@@ -330,14 +364,30 @@ def gelu_case(x):
             "activated": activated[0], "mlp_out": out[0, 0], "db1": grads["b1"], "mlp_dx": dmlp[0, 0]}
 
 
+def gelu_tour(cases):
+    """What to notice on the slider, read from its own cases: where GELU is lowest, where the wrong slope is
+    off most, and from which x on the true dy/dx stays above 1, and its peak."""
+    xs = [c["x"] for c in cases]
+    lowest = xs[int(np.argmin([c["y"] for c in cases]))]
+    turn = next(i for i in range(1, len(xs)) if cases[i - 1]["dy_dx"] < 0 <= cases[i]["dy_dx"])
+    gaps = np.abs([c["dy_dx"] - c["wrong"] for c in cases])
+    off_most = [x for x, gap in zip(xs, gaps) if gap > gaps.max() - 1e-9]
+    above = next(i for i in range(len(xs)) if all(c["dy_dx"] > 1 for c in cases[i:]))
+    peak = int(np.argmax([c["dy_dx"] for c in cases]))
+    off = listed([f"{x:g}" for x in off_most])
+    return (f"Slide x below 0: GELU(x) dips under 0, lowest at x = {lowest:g} of the slider's steps, and dy/dx "
+            f"changes sign between x = {xs[turn - 1]:g} and {xs[turn]:g}, which ReLU's never does. Notice the red "
+            f"slope, which forgets that tanh u depends on x, is off most at x = {off}; and the true dy/dx is above 1 "
+            f"for every x from {xs[above]:g} on, highest at x = {xs[peak]:g} ({cases[peak]['dy_dx']:.3f}): there GELU "
+            f"climbs faster than x itself.")
+
+
 def mlp():
     cases = {key(f"{x:g}"): gelu_case(float(x)) for x in GELU_XS}
     labels = [f"{x:g}" for x in GELU_XS]
     return {
         "title": "Pick x, and follow GELU both ways",
-        "try": "Slide x below 0: GELU(x) dips under 0, lowest near x = -0.75, where dy/dx crosses 0, which ReLU never "
-               "does. Notice the red slope, which forgets that tanh u depends on x, is off most near x = 1 and -1, "
-               "and that the true dy/dx rises above 1 between them and 3.",
+        "try": gelu_tour(list(cases.values())),
         "caption": "Every number is gelu_forward, gelu_backward, mlp_forward and mlp_backward run at your x; u "
                    "and du/dx are written out from the constants GELU_SCALE and GELU_CUBIC that gelu_forward "
                    "uses. The MLP is the hand-picked one of test_mlp_worked_example (W1 = [[1, -1]], b1 = 0, "

@@ -5,7 +5,7 @@ Write the body of attention_backward below, then run
     python gradcheck.py --exercise attention
 
 The table has a row for x and for each of the eight parameters: which rows fail says which path
-is wrong. docs/03-attention.md derives every step (Attention backward); the solution is the
+is wrong. docs/03-attention-backward.md derives every step (Attention backward); the solution is the
 project's own attention_backward in transformer.py: read it when yours passes, or when you are
 stuck. Every step is a rule met in an earlier exercise; use the project's linear_backward and
 softmax_backward (or your own, once they pass).

@@ -4,7 +4,7 @@ Write the body of softmax_backward below, then run
 
     python gradcheck.py --exercise softmax
 
-docs/03-attention.md derives the equation (Attention backward, step 4, the softmax); the
+docs/03-attention-backward.md derives the equation (Attention backward, step 4, the softmax); the
 solution is the project's own softmax_backward in transformer.py: read it when yours passes, or
 when you are stuck.
 """

@@ -184,6 +184,16 @@ class Visit:
 
 
 @pytest.fixture(scope="session")
+def site_pages(site, browser):
+    """{(path, width): what the tests read from it}: every page of the site opened once at 1280 px, and
+    every learner's page once more at 400 px (tests/site_reading.py), so that no test opens a page again
+    to read what another already read."""
+    import site_reading
+
+    return site_reading.read_site(browser, site)
+
+
+@pytest.fixture(scope="session")
 def open_site_page(site, browser):
     """open_site_page(path) -> Visit, once the page has loaded and MathJax has typeset it.
 

@@ -22,7 +22,8 @@ Conventions the pages follow (docs/engineering/docs-checks.md says the same for 
   must name that function: `forward` (transformer.py::forward) is right; `forward`
   (train.py::evaluate), a call inside another function, is not.
 - Figures from a trained model sit in docs/figures.json, written by docs/make_figures.py; a page
-  quotes them as `figure:name`, and the value beside it must match.
+  quotes them as `figure:name`, and the value beside it must match; or, where a learner reads it
+  without its key, as <span data-figure="name">value</span>, which must match too.
 """
 
 import ast
@@ -183,6 +184,8 @@ def test_worked_examples_compute_what_the_page_shows(page):
 
 
 FIGURE = re.compile(r"`figure:([^`]+)`\s*\|\s*`([^`]+)`")
+# a figure shown without its key, for a learner: <span data-figure="name">value</span>
+FIGURE_SPAN = re.compile(r'<span data-figure="([^"]+)">([^<]*)</span>')
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
@@ -190,9 +193,12 @@ def test_model_figures_match_figures_json(page):
     figures_file = DOCS / "figures.json"
     text = page.read_text(encoding="utf-8")
     quoted = FIGURE.findall(text)
-    if not quoted:
+    spans = FIGURE_SPAN.findall(CODE_SPAN.sub("", text))  # a span written as code shows the markup, quotes nothing
+    if not quoted and not spans:
         return
     assert len(quoted) == text.count("`figure:"), f"{page.name} mentions a figure outside a `figure:name` | `value` row"
+    assert len(spans) == CODE_SPAN.sub("", text).count("data-figure="), f"{page.name}: a malformed data-figure span"
+    quoted += spans
     figures = json.loads(figures_file.read_text(encoding="utf-8"))["figures"]
     for name, shown in quoted:
         assert name in figures, f"{page.name} quotes figure:{name}, which docs/figures.json lacks"

@@ -97,13 +97,18 @@ def test_data_sha256_sees_a_changed_number_a_changed_shape_and_a_changed_label()
     assert make_figures.data_sha256({"x": np.array([1.0, 2.0]), "labels": ["a", "b"]}) == digest
 
 
-def test_every_picture_has_a_caption_that_names_its_run():
+def test_every_picture_has_a_caption_and_its_run_folded_below_it():
+    # the caption says what to see; where the picture comes from (the run, an internal name) is folded
     run = figures_json()["provenance"]["run"]
     for page, number, _, path, _, after in embeds():
         caption = next((line for line in after if line.strip()), "")
         assert caption.startswith("*") and caption.rstrip().endswith("*"), (
             f"{where(page, number)}: {path} needs a caption in italics on the next paragraph")
-        assert f"run {run}" in caption, f"{where(page, number)}: the caption of {path} does not name run {run}"
+        assert run not in caption and "figures.json" not in caption, (
+            f"{where(page, number)}: the caption of {path} shows its provenance; fold it below the caption")
+        folds = re.findall(r"<details.*?</details>", "\n".join(after), re.S)
+        assert any(f"run {run}" in fold for fold in folds), (
+            f"{where(page, number)}: a fold below {path} should say it was drawn from run {run}")
 
 
 def test_a_redrawn_picture_is_byte_identical():

@@ -169,6 +169,38 @@ def test_a_backward_that_writes_into_its_cache_fails(monkeypatch, capsys):
     assert "layernorm_backward (layernorm) is not a pure function of its arguments" in err
 
 
+def layernorm_backward_into_its_dout(dout, cache):
+    """The right math, but dxhat is dout itself, scaled in place: it writes into its dout."""
+    xhat, rstd, gain = cache
+    dgain, dshift = (dout * xhat).reshape(-1, 6).sum(axis=0), dout.reshape(-1, 6).sum(axis=0)
+    dxhat = dout
+    dxhat *= gain
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    return dx, dgain, dshift
+
+
+def linear_backward_into_its_cache(dout, cache):
+    """The right gradients, then the cached x, the forward's own input, scaled in place."""
+    dx, dW, db = transformer.linear_backward(dout, cache)
+    cache[0][...] *= 2.0
+    return dx, dW, db
+
+
+@pytest.mark.parametrize("layer, backward", [("layernorm", layernorm_backward_into_its_dout),
+                                             ("linear", linear_backward_into_its_cache)])
+def test_a_right_backward_that_writes_into_its_arguments_fails_only_the_purity_rows(layer, backward):
+    # it gets copies of dout and of the cache: the loss is measured with the dout it was handed, and the
+    # inputs nudged are the forward's own, so its gradients pass and only the purity rows fail
+    errors = check(layer, backward=backward)
+    assert {name for name, error in errors.items() if not error < TOLERANCE} == {"(cache)", "(repeat)"}, errors
+    assert check(layer) == {name: error for name, error in errors.items() if not name.startswith("(")}
+
+
+def test_a_right_backward_gets_no_hint():
+    for layer in gradcheck.CHECKS:
+        assert all(getattr(error, "hint", None) is None for error in check(layer).values()), layer
+
+
 def test_a_gradient_of_the_wrong_shape_is_named_with_both_shapes(monkeypatch, capsys):
     monkeypatch.setattr(transformer, "layernorm_backward", layernorm_backward_with_dgain_per_position)
     assert gradcheck.main(["layernorm"]) == 1

@@ -1,23 +1,25 @@
-"""The docs as a site, opened in a real browser (headless Chromium): every page loads with no console
-error and no request leaving the site, every formula is typeset, every picture loads, every internal
-link and anchor lands, and a citation opens the source at its line. The fixtures (site, browser,
-open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip, except
-under CI."""
+"""The docs as a site, opened in a real browser (headless Chromium): every page loads with no console error
+and no request leaving the site, every formula is typeset, every picture loads and reads at 10 px, every
+internal link and anchor lands, a citation opens the source at its line; the start page is the model in
+equations, and the lessons are as long as they say. The fixtures (site, browser, site_pages, which reads each
+page once, and open_site_page) are in conftest.py; without mkdocs, Playwright or Chromium these tests skip,
+except under CI."""
 
 import ast
 import html
 import html.parser
 import importlib.util
+import json
+import math
 import os
 import re
-import shutil
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
-import site_tools
 
 REPO = Path(__file__).resolve().parent.parent
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\[|\\[A-Za-z]+\{|\\(?:frac|sum|mathrm|partial|cdot|odot|sqrt|top|in)\b")
@@ -110,64 +112,38 @@ def test_highlighted_lines_keep_the_files_lines(hook):
 
 
 def test_a_broken_anchor_fails_the_strict_build(tmp_path):
+    # a site of two pages that inherits mkdocs.yml (its strict validation and its Markdown extensions, the
+    # anchors' slugs among them): a build of seconds, where the whole site's takes a minute
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
         pytest.skip('mkdocs or mkdocs-material is not installed (pip install -e ".[docs]")')
-    shutil.copytree(REPO, tmp_path / "repo", ignore=shutil.ignore_patterns(".git", "checkpoints", "data", "site", "*venv", "__pycache__", ".*_cache"))
-    page = tmp_path / "repo" / "docs" / "index.md"
-    page.write_text(page.read_text(encoding="utf-8") + "\nSee [nowhere](01-embeddings.md#no-such-heading).\n",
-                    encoding="utf-8")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "out")],
-                           capture_output=True, text=True, cwd=tmp_path / "repo",
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Start\n\nSee [a heading](page.md#a-heading-that-is-there).\n", encoding="utf-8")
+    (docs / "page.md").write_text("# Page\n\n## A heading that is there\n\nText.\n", encoding="utf-8")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"INHERIT: {REPO / 'mkdocs.yml'}\ndocs_dir: {docs}\nhooks: []\nextra_javascript: []\n"
+                      f"extra_css: []\nnav:\n  - index.md\n  - page.md\n", encoding="utf-8")
+
+    def build():
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+                               "--site-dir", str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert build().returncode == 0, "the tiny site with a right anchor should build"
+    (docs / "index.md").write_text("# Start\n\nSee [nowhere](page.md#no-such-heading).\n", encoding="utf-8")
+    built = build()
     assert built.returncode != 0
     assert "does not contain an anchor '#no-such-heading'" in built.stderr
 
 
-VISIBLE_TEXT = """() => {
-    const body = document.querySelector("article") || document.body;
-    const copy = body.cloneNode(true);
-    copy.querySelectorAll("pre, code, script, style, mjx-container").forEach(e => e.remove());
-    return copy.textContent;
-}"""
-
-MATH = """() => [...document.querySelectorAll(".arithmatex")].map(e => ({
-    tex: e.textContent.slice(0, 80),
-    typeset: e.querySelector("mjx-container") !== null,
-    error: e.querySelector("mjx-merror") !== null,
-}))"""
-
-IMAGES = """async () => Promise.all([...document.images].map(async img => {
-    img.loading = "eager";
-    try { await img.decode(); } catch (error) {}
-    return {src: img.getAttribute("src"), width: img.naturalWidth};
-}))"""
-
-LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
-
-SOURCE_LINES = """() => [...document.querySelectorAll(".source-line")].map(e => {
-    const copy = e.cloneNode(true);
-    copy.querySelector(".source-lineno").remove();
-    return [e.id, copy.textContent.replace(/\\n$/, "")];
-})"""
-
-
 @pytest.fixture(scope="module")
-def tour(site, open_site_page):
-    """Every page of the site opened once: {path: what the checks below read from it}."""
-    seen = {}
-    for path in site.pages():
-        visit = open_site_page(path)
-        seen[path] = {"errors": visit.errors, "foreign": visit.foreign_requests, "math": visit.page.evaluate(MATH),
-                      "text": visit.page.evaluate(VISIBLE_TEXT), "images": visit.page.evaluate(IMAGES),
-                      "links": visit.page.evaluate(LINKS), "source lines": visit.page.evaluate(SOURCE_LINES)}
-        visit.page.close()
-    print(f"{len(seen)} pages, built in {site.build_seconds:.1f} s")
-    return seen
+def tour(site_pages):
+    """Every page of the site at 1280 px: {path: what the checks below read from it} (conftest.py's site_pages)."""
+    return {path: seen for (path, width), seen in site_pages.items() if width == 1280}
 
 
-def test_every_page_loads_with_no_console_error_and_nothing_from_outside(tour):
+def test_every_page_loads_with_no_console_error_and_nothing_from_outside(site_pages, tour):
     problems = {path: {"console errors": page["errors"], "requests leaving the site": page["foreign"]}
-                for path, page in tour.items() if page["errors"] or page["foreign"]}
+                for (path, width), page in site_pages.items() if width == 1280 and (page["errors"] or page["foreign"])}
     assert not problems, problems
     assert "01-embeddings/" in tour and "source/transformer.py/" in tour
 
@@ -206,12 +182,71 @@ def test_every_internal_link_and_anchor_resolves(site, tour):
     assert checked > 1000, f"only {checked} internal links: are the citations still links?"
 
 
-def test_every_rendered_source_line_is_the_files_line(tour):
-    sources = [path for path in tour if path.startswith("source/")]
-    assert "source/transformer.py/" in sources
+class SourceLines(html.parser.HTMLParser):
+    """A rendered source file's lines as its HTML holds them: [[id, text]], the line numbers left out; the links
+    it holds (a href) and the resources a browser would fetch for it (src, link href)."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.lines, self.links, self.resources, self.depth, self.in_number = [], [], [], 0, False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        elif attrs.get("src") or (tag == "link" and attrs.get("href")):
+            self.resources.append(attrs.get("src") or attrs["href"])
+        if tag == "span" and "source-line" in (attrs.get("class") or "").split():
+            self.lines.append([attrs["id"], ""])
+            self.depth = 1
+        elif tag == "span" and self.depth:
+            self.depth += 1
+        self.in_number = tag == "a" and "source-lineno" in (attrs.get("class") or "")
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self.depth:
+            self.depth -= 1
+        if tag == "a":
+            self.in_number = False
+
+    def handle_data(self, data):
+        if self.depth and not self.in_number:
+            self.lines[-1][1] += data
+
+
+def test_every_rendered_source_line_is_the_files_line(site, tour):
+    sources = [path for path in site.pages() if path.startswith("source/")]
+    assert "source/transformer.py/" in sources and len(sources) > 20
+    opened = [path for path in tour if path.startswith("source/")]
+    assert opened, "no source page opened in the browser"
     for path in sources:
         lines = (REPO / path[len("source/"):].rstrip("/")).read_text(encoding="utf-8").splitlines()
-        assert tour[path]["source lines"] == [[f"L{n}", line] for n, line in enumerate(lines, 1)], path
+        expected = [[f"L{n}", line] for n, line in enumerate(lines, 1)]
+        read = SourceLines((site.root / path / "index.html").read_text(encoding="utf-8"))
+        assert [[n, text.removesuffix("\n")] for n, text in read.lines] == expected, path
+        if path in opened:  # the browser shows what the HTML holds
+            assert tour[path]["source lines"] == expected, path
+
+
+def test_every_rendered_source_page_names_nothing_outside_the_site_and_its_links_land(site):
+    broken, foreign, ids = {}, {}, {}
+    for path in (p for p in site.pages() if p.startswith("source/")):
+        url, read = site.url(path), SourceLines((site.root / path / "index.html").read_text(encoding="utf-8"))
+        foreign.update({path: outside for outside in [[name for name in read.resources
+                                                       if not site.serves(urllib.parse.urljoin(url, name))]] if outside})
+        for name in read.links:
+            target = urllib.parse.urljoin(url, name)
+            file = site.file(target)
+            if not site.serves(target):
+                continue  # a link out of the site is a link, not a request, and there is no network to check it
+            if file is not None and file.suffix == ".html" and file not in ids:
+                ids[file] = Ids(file.read_text(encoding="utf-8")).ids
+            fragment = target.split("#", 1)[1] if "#" in target else ""
+            if file is None or (fragment and file.suffix == ".html" and fragment not in ids[file]):
+                broken.setdefault(path, []).append(name)
+    assert not foreign, foreign
+    assert not broken, broken
 
 
 def line_of(path, text):
@@ -279,9 +314,13 @@ def test_the_pdf_numbers_every_equation_and_each_where_is_it_used_names_its_own(
     for note, numbers in zip(visit.page.locator(".pdf-equations").all_inner_texts(), notes):
         assert f"({numbers[0]})" in note and f"({numbers[-1]})" in note if numbers else note == "No numbered equation."
     assert visit.page.evaluate(BOOK_LINKS) == [], "links inside the PDF that land nowhere"
+    # printing the whole book takes most of a minute, and a part goes through the same printing: its first
+    # two pages of the site, whose printed pages must be more than those two
+    kept = visit.page.evaluate("""() => { const sections = [...document.querySelectorAll(".pdf-book > .pdf-page")];
+        sections.slice(2).forEach(section => section.remove()); return sections.slice(0, 2).length; }""")
     make_pdf.print_pdf(visit.page, tmp_path / "book.pdf")
     pdf = (tmp_path / "book.pdf").read_bytes()
-    assert pdf.startswith(b"%PDF-") and len(re.findall(rb"/Type\s*/Page\b", pdf)) > 5 * len(paths)
+    assert pdf.startswith(b"%PDF-") and kept == 2 and len(re.findall(rb"/Type\s*/Page\b", pdf)) > 2 * kept
     assert visit.errors == [] and visit.foreign_requests == []
     visit.page.close()
 
@@ -304,78 +343,102 @@ def test_a_missing_tool_skips_with_its_reason_and_fails_under_ci(monkeypatch):
         missing("no Chromium at /nowhere")
 
 
-# A picture's smallest label as the screen shows it: the SVG is loaded inline at the width its <img> is
-# drawn at, and each <text>'s font size is scaled by (drawn width / viewBox width).
-SMALLEST_LABELS = """async () => Promise.all([...document.querySelectorAll("article img[src$='.svg']")].map(async img => {
-    img.loading = "eager";
-    await img.decode().catch(() => {});
-    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), "image/svg+xml").documentElement;
-    const drawn = img.getBoundingClientRect().width;
-    const inline = document.body.appendChild(document.importNode(svg, true));
-    const scale = drawn / inline.viewBox.baseVal.width;
-    const sizes = [...inline.querySelectorAll("text")].map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
-    inline.remove();
-    const link = img.closest("a");
-    return {src: img.getAttribute("src"), smallest: Math.min(...sizes), labels: sizes.length,
-            link: link ? new URL(link.getAttribute("href"), location.href).href === img.src : false};
-}))"""
+LESSONS = ["01-embeddings/", "02-layernorm/", "03-attention/", "03-attention-backward/", "04-mlp/", "05-block/",
+           "06-output/", "07-model/"]
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-def test_every_pictures_labels_read_at_10_px_and_it_opens_full_size(site, browser, width):
-    seen, small = {}, {}
-    for path in site.pages():
-        if path.startswith("source/"):
+def test_every_pictures_labels_read_at_10_px_and_it_opens_full_size(site_pages, width):
+    seen, small, problems = {}, {}, []
+    for (path, at), page in site_pages.items():
+        if at != width or "pictures" not in page:
             continue
-        page = browser.new_page(viewport={"width": width, "height": 900})
-        page.goto(site.url(path), wait_until="load")
-        site_tools.typeset(page)
-        for picture in page.evaluate(SMALLEST_LABELS):
+        for picture in page["pictures"]:
             seen[picture["src"].rsplit("/", 1)[-1]] = round(picture["smallest"], 1)
-            assert picture["labels"] > 0 and picture["link"], f"{path}: {picture['src']} is not a link to itself"
+            if not (picture["labels"] > 0 and picture["link"]):
+                problems.append(f"{path}: {picture['src']} is not a link to itself")
             if picture["smallest"] < 10 - 1e-3:  # a viewBox is read as 32-bit floats
                 small[picture["src"]] = round(picture["smallest"], 1)
-        assert page.evaluate("document.scrollingElement.scrollWidth") <= width + 2, f"{path}: a picture widens the page"
-        page.close()
+        if page["width"] > width + 2:
+            problems.append(f"{path}: the page is {page['width']} px wide on a {width} px screen")
     print(f"smallest label per picture at {width} px: {seen}")
     assert {"model.svg", "attention.svg", "block.svg", "next_token.svg"} <= set(seen), seen
     assert not small, f"labels under 10 px on screen: {small}"
+    assert not problems, problems
 
 
-TOC_AND_FOLDS = """() => ({
-    toc: [...document.querySelectorAll("nav.md-nav--secondary a.md-nav__link")].map(a => a.hash.slice(1)),
-    folded: [...document.querySelectorAll("article details :is(h2, h3, h4)[id]")].map(h => h.id),
-    sections: [...document.querySelectorAll("article > h2[id]")].map(h => h.id),
-})"""
+def test_no_picture_on_the_start_page_or_a_lesson_scrolls_sideways_at_1280_px(site_pages):
+    wide = {f"{path}: {p['src']}": f"drawn {p['drawn']:.0f} px in a column of {p['column']} px"
+            for path in ["", *LESSONS] for p in site_pages[path, 1280]["pictures"] if p["scrolls"]}
+    assert not wide, wide
+    shown = {p["src"] for path in ["", *LESSONS] for p in site_pages[path, 1280]["pictures"]}
+    assert {"attention.svg", "block.svg", "model.svg"} <= {src.rsplit("/", 1)[-1] for src in shown}, shown
 
 
-def test_the_table_of_contents_leaves_out_the_headings_inside_folds(open_site_page):
+def test_no_formula_on_the_start_page_or_a_lesson_scrolls_sideways_at_1280_px(site_pages):
+    wide = {path or "index": page["wide math"] for path in ["", *LESSONS] if (page := site_pages[path, 1280])["wide math"]}
+    assert not wide, f"display formulas wider than the column (TeX, pixels over): {wide}"
+
+
+def test_the_table_of_contents_leaves_out_the_headings_inside_folds(site_pages):
     for path in ("01-embeddings/", "03-attention/"):
-        visit = open_site_page(path)
-        seen = visit.page.evaluate(TOC_AND_FOLDS)
+        seen = site_pages[path, 1280]["toc and folds"]
         assert len(seen["folded"]) > 5, "no headings inside <details> left to check"
         assert not set(seen["toc"]) & set(seen["folded"]), f"{path}: folded headings in the table of contents"
         assert set(seen["sections"]) <= set(seen["toc"]), f"{path}: a section is missing from the table of contents"
-        visit.page.goto(visit.page.url.split("#")[0] + "#" + seen["folded"][0])  # a folded heading's anchor still lands
-        assert visit.page.evaluate(f"document.getElementById({seen['folded'][0]!r}) !== null")
-        visit.page.close()
+        assert set(seen["folded"]) <= set(seen["ids"]), f"{path}: a folded heading lost its anchor"
 
 
-# the words a learner reads on a page, as Chromium shows it: the article's text with the folded <details> closed
-# (only their summaries show), without code blocks and formulas
-VISIBLE_WORDS = """() => { const article = document.querySelector("article").cloneNode(true);
-  article.querySelectorAll("pre, .arithmatex, mjx-container, script, style, .headerlink").forEach(e => e.remove());
-  article.querySelectorAll("details").forEach(d => [...d.children].forEach(c => c.tagName !== "SUMMARY" && c.remove()));
-  return article.textContent.split(/\\s+/).filter(word => word.length).length; }"""
-LESSONS = ["01-embeddings/", "02-layernorm/", "03-attention/", "04-mlp/", "05-block/", "06-output/", "07-model/"]
+def words(site_pages, path):
+    return site_pages[path, 1280]["words"]
 
 
-def test_the_lessons_are_read_in_at_most_20000_words_and_the_start_page_in_2500(open_site_page):
-    words = {}
+def test_the_lessons_are_read_in_at_most_20000_words_and_the_start_page_in_2500(site_pages):
+    counted = {path or "index": words(site_pages, path)["words"] for path in ["", *LESSONS]}
+    print(f"\nvisible words: {counted}, the lessons together: {sum(counted[p] for p in LESSONS):,}")
+    assert sum(counted[path] for path in LESSONS) <= 20_000, counted
+    assert counted["index"] <= 2_500, counted
+
+
+STATED = re.compile(r"^About (\d+) minutes")
+PATH_ROW = re.compile(r"^\s*\|[^|]*\]\(([\w-]+)\.md\)[^|]*\|[^|]*\|\s*(\d+) min\s*\|", re.M)
+PATH_TOTAL = re.compile(r"Pages 1 to 7 together: about (\d+) hours? (\d+) minutes\.")
+
+
+def minutes_by_the_rule(seen):
+    """The start page's rule: the words shown at 100 a minute, plus 5 minutes for each derivation to redo
+    (a heading marked .redo), rounded to the nearest 5 minutes."""
+    return 5 * math.floor((seen["words"] / 100 + 5 * seen["redo"]) / 5 + 0.5)
+
+
+def test_each_page_states_its_time_by_the_rule_and_the_path_table_adds_them_up(site_pages):
+    stated, expected = {}, {}
     for path in ["", *LESSONS]:
-        visit = open_site_page(path)
-        words[path or "index"] = visit.page.evaluate(VISIBLE_WORDS)
-        visit.page.close()
-    print(f"\nvisible words: {words}, pages 1-7: {sum(words[p] for p in LESSONS):,}")
-    assert sum(words[path] for path in LESSONS) <= 20_000, words
-    assert words["index"] <= 2_500, words
+        seen = words(site_pages, path)
+        found = STATED.match(seen["stated"])
+        assert found, f"{path or 'index'}: the first line should start 'About N minutes', not {seen['stated'][:40]!r}"
+        stated[path], expected[path] = int(found[1]), minutes_by_the_rule(seen)
+    print(f"\nstated {stated}, by the rule {expected}")
+    assert stated == expected, "each page's time: words / 100 + 5 per .redo heading, to the nearest 5 minutes"
+    assert sum(words(site_pages, p)["redo"] for p in LESSONS) >= 7, "the derivations to redo are marked"
+    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    table = {f"{name}/": int(minutes) for name, minutes in PATH_ROW.findall(index)}
+    assert table == {path: stated[path] for path in LESSONS}, "the path table's times are the pages' own"
+    hours, minutes = map(int, PATH_TOTAL.search(index).groups())
+    assert 60 * hours + minutes == sum(table.values())
+
+
+def test_the_start_page_is_the_model_in_equations_with_no_internal_key_in_view(site, site_pages):
+    index = site_pages["", 1280]
+    display = index["display tex"]
+    assert len(display) >= 6, display
+    for what, parts in {"attention's softmax with its square root": ("softmax", "\\sqrt{\\mathrm{hs}}"),
+                        "the layer norm": ("\\hat{x}", "\\sigma^2 + \\varepsilon"),
+                        "GELU": ("\\tanh",), "a linear layer's backward": ("W^{\\top}", "x^{\\top}")}.items():
+        assert any(all(part in tex for part in parts) for tex in display), f"no display equation of {what}"
+    shown = index["words"]["text"]
+    run = json.loads((REPO / "docs" / "figures.json").read_text(encoding="utf-8"))["provenance"]["run"]
+    for key in ("figure:", run, "sha256"):
+        assert key not in shown, f"the start page shows an internal key, {key!r}, outside its folds"
+    assert run in (site.root / "index.html").read_text(encoding="utf-8"), "the provenance is folded, not gone"
+    assert index["code overflow"] == [], "code on the start page wider than its column"

@@ -9,6 +9,7 @@ except under CI.
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,6 @@ import pytest
 
 import config
 from engineering.errors import run_script
-import site_tools
 from generate import Sampling, filtered_probs
 from test_examples_layers import EPS, identity_attention_params, layernorm_example
 from test_examples_model import residual_block
@@ -193,6 +193,47 @@ def test_mlp_data_at_one_is_the_pages_example():
     assert round(stored["mlp_out"], 4) == 1.1824 and round(stored["mlp_dx"], 4) == 1.1659
 
 
+def test_the_gelu_widgets_text_says_what_its_own_numbers_show():
+    cases = list(committed("mlp")["tables"]["choice"]["cases"].values())
+    text, xs = committed("mlp")["try"], [c["x"] for c in cases]
+    dy = np.array([c["dy_dx"] for c in cases])
+    lowest = re.search(r"lowest at x = (\S+) of the slider's steps", text)
+    assert float(lowest[1]) == xs[int(np.argmin([c["y"] for c in cases]))]
+    turn = re.search(r"dy/dx changes sign between x = (\S+) and (\S+),", text)
+    left, right = xs.index(float(turn[1])), xs.index(float(turn[2]))
+    assert right == left + 1 and dy[left] < 0 <= dy[right] and (dy[:left] <= 0).all() and (dy[right:] >= 0).all()
+    off = re.search(r"is off most at x = (\S+) and (\S+);", text)
+    gaps = {x: abs(c["dy_dx"] - c["wrong"]) for x, c in zip(xs, cases)}
+    assert {float(off[1]), float(off[2])} == {x for x, gap in gaps.items() if gap > max(gaps.values()) - 1e-6}
+    above = re.search(r"above 1 for every x from (\S+) on, highest at x = (\S+) \((\S+)\)", text)
+    start = xs.index(float(above[1]))
+    assert (dy[start:] > 1).all() and dy[start - 1] <= 1  # the issue: it does not fall back under 1 after 3
+    assert float(above[2]) == xs[int(np.argmax(dy))] and float(above[3]) == round(dy.max(), 3)
+
+
+def test_the_attention_widgets_text_says_what_its_own_maps_show():
+    maps, text = committed("attention")["tables"]["maps"]["cases"], committed("attention")["try"]
+    top = max(float(k.split("|")[1]) for k in maps)
+    weights = lambda h, t, s: np.array(maps[f"{h}|{s:g}"]["weights"][t][: t + 1])  # noqa: E731
+    scales = sorted({float(k.split("|")[1]) for k in maps})
+    named = lambda clause: [(int(h), int(t)) for h, t in re.findall(r"head (\d)'s row (\d)", clause)]  # noqa: E731
+    single, tied, fixed = (re.search(pattern, text)[0] for pattern in (
+        r"one largest score sharpens onto it \([^)]*\)", r"largest scores tie ends split between them \([^)]*\)",
+        r"keeps its weights at every s \([^)]*\)"))
+    assert f"at s = {top:g}" in single
+    for h, t in named(single):  # all its weight on one key at the largest scale
+        assert weights(h, t, top).max() > 0.999
+    for h, t in named(tied):  # two keys share it evenly, however large the scale
+        assert np.sort(weights(h, t, top))[-2:].tolist() == [0.5, 0.5]
+    for h, t in named(fixed):  # the issue: head 0's row 1 stays [0.5, 0.5], it sharpens onto nothing
+        assert all(np.allclose(weights(h, t, s), weights(h, t, scales[0])) for s in scales)
+    assert len(named(single) + named(tied) + named(fixed)) == 4, "every row but row 0 of each head, named once"
+    nan_from = float(re.search(r"From s = (\S+) the naive softmax", text)[1])
+    cases = committed("attention")["tables"]["choice"]["cases"]
+    assert all(("nan" in c["naive"]) == (float(k.split("|")[2]) >= nan_from) for k, c in cases.items()
+               if k.split("|")[1] == "2")
+
+
 def block_expected(mlp, reads):
     cfg, p = residual_block()
     if mlp == "on":
@@ -284,13 +325,26 @@ def test_make_widgets_without_its_stored_logits_is_one_line_and_exit_2(make_widg
 
 # --- in the browser: each widget driven through its controls --------------------------------------
 
-def open_widget(open_site_page, name):
-    visit = open_site_page(f"{PAGES[name]}/")
-    widget = visit.page.locator(f'div.widget[data-widget="{name}"]')
-    visit.page.wait_for_function(f"""() => document.querySelector('div.widget[data-widget="{name}"]')
-                                     .dataset.ready !== "loading" """)
-    assert widget.get_attribute("data-ready") == "true", widget.inner_text()
-    return visit, widget
+@pytest.fixture(scope="module")
+def widget_page(open_site_page):
+    """widget_page(name) -> (visit, the widget's locator): each widget's page opened once for the tests that
+    drive it (each test sets every control it reads, so the order of the tests does not matter)."""
+    opened = {}
+
+    def open_widget(name):
+        if name not in opened:
+            visit = open_site_page(f"{PAGES[name]}/")
+            widget = visit.page.locator(f'div.widget[data-widget="{name}"]')
+            visit.page.wait_for_function(f"""() => document.querySelector('div.widget[data-widget="{name}"]')
+                                             .dataset.ready !== "loading" """)
+            assert widget.get_attribute("data-ready") == "true", widget.inner_text()
+            opened[name] = visit, widget
+        return opened[name]
+    return open_widget
+
+
+def open_widget(widget_page, name):
+    return widget_page(name)
 
 
 def choose(widget, name, control, value):
@@ -299,10 +353,7 @@ def choose(widget, name, control, value):
     index = [option[0] for option in spec["options"]].index(str(value))
     input_ = widget.locator(f'[data-control="{control}"]')
     if spec["slider"]:
-        input_.focus()
-        input_.press("Home")
-        for _ in range(index):
-            input_.press("ArrowRight")
+        input_.fill(str(index))  # the slider dragged to its place: its value set, and its input event fired
     else:
         input_.select_option(str(value))
 
@@ -334,8 +385,8 @@ def assert_shows(widget, field, expected):
     assert same.all(), f"{field}: the page shows {texts.tolist()}, NumPy computes {expected.tolist()}"
 
 
-def test_the_embeddings_widget_shows_embed_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "embeddings")
+def test_the_embeddings_widget_shows_embed_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "embeddings")
     for ids in [(2, 0, 2), (1, 1), (3,), (0, 3, 0)]:
         choose(widget, "embeddings", "T", len(ids))
         for t, v in enumerate(ids):
@@ -348,8 +399,8 @@ def test_the_embeddings_widget_shows_embed_forward_and_backward(open_site_page):
         assert widget.locator('[data-control="id2"]').is_disabled() == (len(ids) < 3)  # ids[2] counts from T = 3
 
 
-def test_the_layernorm_widget_shows_layernorm_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "layernorm")
+def test_the_layernorm_widget_shows_layernorm_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "layernorm")
     for row, move, gain in [(0, 0, "page"), (1, 3, "page"), (1, -6, "ones"), (2, 0, "ones")]:
         choose(widget, "layernorm", "row", row)
         choose(widget, "layernorm", "move", move)
@@ -365,8 +416,8 @@ def choose_attention(widget, head, t, scale):
         choose(widget, "attention", control, value)
 
 
-def test_the_attention_widget_shows_attention_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "attention")
+def test_the_attention_widget_shows_attention_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "attention")
     for head, t, scale in [(0, 2, 1), (1, 1, 0), (1, 2, 10), (0, 2, 1000)]:
         choose_attention(widget, head, t, scale)
         for field, value in attention_expected(head, t, scale).items():
@@ -374,8 +425,8 @@ def test_the_attention_widget_shows_attention_forward_and_backward(open_site_pag
     assert_shows(widget, "naive", [np.nan, 0, np.nan])  # exp(1000) / exp(1000) = inf / inf
 
 
-def test_the_mlp_widget_shows_gelu_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "mlp")
+def test_the_mlp_widget_shows_gelu_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "mlp")
     for x in (1.0, -0.75, 2.5, -4.0):
         choose(widget, "mlp", "x", f"{x:g}")
         y, cache = gelu_forward(np.array([x]))
@@ -384,8 +435,8 @@ def test_the_mlp_widget_shows_gelu_forward_and_backward(open_site_page):
         assert_shows(widget, "wrong", 0.5 * (1 + cache[1]))
 
 
-def test_the_block_widget_shows_block_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "block")
+def test_the_block_widget_shows_block_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "block")
     for mlp, reads in [("off", 0), ("on", 2), ("on", 0), ("off", 1)]:
         choose(widget, "block", "mlp", mlp)
         choose(widget, "block", "reads", reads)
@@ -395,8 +446,8 @@ def test_the_block_widget_shows_block_forward_and_backward(open_site_page):
         assert marked == reads
 
 
-def test_the_output_widget_shows_cross_entropy_forward_and_backward(open_site_page):
-    _, widget = open_widget(open_site_page, "output")
+def test_the_output_widget_shows_cross_entropy_forward_and_backward(widget_page):
+    _, widget = open_widget(widget_page, "output")
     for target, scale, rows in [(2, 1, 1), (0, 2, 2), (1, 0.5, 1), (2, 1000, 1)]:
         choose(widget, "output", "target", target)
         choose(widget, "output", "scale", scale)
@@ -409,8 +460,8 @@ def test_the_output_widget_shows_cross_entropy_forward_and_backward(open_site_pa
     assert_shows(widget, "naive_loss", np.nan)
 
 
-def test_the_sampling_widget_shows_filtered_probs(open_site_page):
-    _, widget = open_widget(open_site_page, "sampling")
+def test_the_sampling_widget_shows_filtered_probs(widget_page):
+    _, widget = open_widget(widget_page, "sampling")
     source = sampling_source()
     logits, ids = np.array(source["logits"]), source["ids"]
     for temperature, top_k, top_p in [(0.8, 0, 0.9), (1, 0, 1), (2, 3, 1), (0.5, 10, 0.5), (0, 0, 1)]:
@@ -440,36 +491,28 @@ def test_a_widget_whose_data_is_missing_says_so(browser, site):
 
 # --- what a learner meets first, and on a narrow screen ------------------------------------------
 
-def test_each_widget_opens_with_what_to_try_and_folds_where_its_numbers_come_from(open_site_page):
+def test_each_widget_opens_with_what_to_try_and_folds_where_its_numbers_come_from(site_pages):
     for name in PAGES:
         spec = committed(name)
-        _, widget = open_widget(open_site_page, name)
-        first = widget.evaluate("w => [...w.children].slice(0, 2).map(e => [e.className, e.textContent])")
-        assert first == [["w-title", spec["title"]], ["w-try", spec["try"]]], name
+        [shown] = [w for w in site_pages[f"{PAGES[name]}/", 1280]["widgets"] if w["name"] == name]
+        assert shown["ready"] == "true", name
+        assert shown["first"] == [["w-title", spec["title"]], ["w-try", spec["try"]]], name
         assert "notice" in spec["try"].lower() or "watch" in spec["try"].lower(), f"{name}: say what to notice"
-        source = widget.locator("details.w-source")
-        assert source.evaluate("d => d === d.parentElement.lastElementChild && !d.open"), f"{name}: fold it, last"
-        assert source.locator("summary").inner_text() == "Where these numbers come from"
-        assert source.locator(".w-caption").text_content() == spec["caption"]
+        source = shown["source"]
+        assert source and source["last"] and not source["open"], f"{name}: fold its provenance, last"
+        assert source["summary"] == "Where these numbers come from"
+        assert source["caption"] == spec["caption"]
         assert "test_" in spec["caption"] or "sha256" in spec["caption"], f"{name}: the provenance moved"
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
-def test_a_widgets_page_fits_a_narrow_screen(browser, site, name):
-    page = browser.new_page(viewport={"width": 400, "height": 900})
-    try:
-        page.goto(site.url(f"{PAGES[name]}/"), wait_until="load")
-        site_tools.typeset(page)
-        page.wait_for_function(f"""() => document.querySelector('div.widget[data-widget="{name}"]')
-                                   .dataset.ready === "true" """)
-        width = page.evaluate("document.scrollingElement.scrollWidth")
-        assert width <= 400 + 2, f"{PAGES[name]} is {width} px wide on a 400 px screen"
-    finally:
-        page.close()
+def test_a_widgets_page_fits_a_narrow_screen(site_pages, name):
+    width = site_pages[f"{PAGES[name]}/", 400]["width"]
+    assert width <= 400 + 2, f"{PAGES[name]} is {width} px wide on a 400 px screen"
 
 
-def test_the_attention_widget_draws_the_heads_map_of_weights(open_site_page):
-    _, widget = open_widget(open_site_page, "attention")
+def test_the_attention_widget_draws_the_heads_map_of_weights(widget_page):
+    _, widget = open_widget(widget_page, "attention")
     for head, t, scale in [(0, 2, 1), (1, 1, 0), (1, 0, 10), (0, 2, 1000)]:
         choose_attention(widget, head, t, scale)
         x = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
@@ -483,8 +526,8 @@ def test_the_attention_widget_draws_the_heads_map_of_weights(open_site_page):
         assert shades[1] == "rgba(63, 81, 181, 0)" and shades[0] != shades[1]  # a weight of 0, and not
 
 
-def test_the_layernorm_widget_groups_forward_and_backward_and_explains_a_constant_row(open_site_page):
-    _, widget = open_widget(open_site_page, "layernorm")
+def test_the_layernorm_widget_groups_forward_and_backward_and_explains_a_constant_row(widget_page):
+    _, widget = open_widget(widget_page, "layernorm")
     groups = widget.evaluate("""w => Object.fromEntries([...w.querySelectorAll("section.w-group")].map(g =>
         [g.dataset.group, [...g.querySelectorAll("figure")].map(f => f.dataset.field)]))""")
     assert groups["forward"][0] == "x" and "out" in groups["forward"] and "dx" not in groups["forward"]
@@ -501,16 +544,19 @@ def test_the_layernorm_widget_groups_forward_and_backward_and_explains_a_constan
 
 
 def drawn_indices(widget, presses):
-    """Press the sampling widget's draw button `presses` times: the index of each token drawn (12: one not listed)."""
-    button, indices = widget.locator('figure[data-field="draw"] button'), []
-    for _ in range(presses):
-        button.click()
-        indices += [int(i) for i in widget.locator(".w-token").evaluate_all("ts => ts.map(t => t.dataset.index)")]
+    """Press the sampling widget's draw button `presses` times: the index of each token drawn (12: one not listed).
+    The presses are clicks of the button in the page, each followed by reading the tokens it drew."""
+    indices = widget.evaluate("""(w, presses) => { const drawn = [];
+        for (let i = 0; i < presses; i++) {
+            w.querySelector('figure[data-field="draw"] button').click();
+            drawn.push(...[...w.querySelectorAll(".w-token")].map(t => Number(t.dataset.index)));
+        }
+        return drawn; }""", presses)
     return np.array(indices)
 
 
-def test_the_sampling_widget_draws_only_kept_tokens_as_often_as_it_shows(open_site_page):
-    _, widget = open_widget(open_site_page, "sampling")
+def test_the_sampling_widget_draws_only_kept_tokens_as_often_as_it_shows(widget_page):
+    _, widget = open_widget(widget_page, "sampling")
     source = sampling_source()
     logits, ids = np.array(source["logits"]), source["ids"]
     for choice in [(1, 3, 1), (0.8, 0, 0.9), (0, 0, 1), (2, 0, 1)]:

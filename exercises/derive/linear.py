@@ -1,0 +1,19 @@
+"""Exercise 1 of 7, derive track: the backward of a linear layer, y = x W + b.
+
+Read "A backward primer" on docs/02-layernorm.md, and "Linear layer" on docs/04-mlp.md up to its
+backward; derive dx, dW and db on paper, then write the body of linear_backward below and run
+
+    python gradcheck.py --exercise linear --track derive
+
+The guided stub, exercises/linear.py, gives the equations and hints if you get stuck.
+"""
+
+
+def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n_out), db (n_out,)
+    """dx, dW and db from dout, the gradient of the loss on the layer's output.
+
+    cache: (x, W), as linear_forward kept them: x (..., n_in), W (n_in, n_out).
+    dout: (..., n_out), the shape of the output.
+    Return dx (..., n_in), dW (n_in, n_out), db (n_out,), new arrays.
+    """
+    raise NotImplementedError  # your code, in place of this line
