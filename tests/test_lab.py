@@ -507,9 +507,9 @@ def small_gpt2(tmp_path_factory):
 DRAWN = """() => ({
     tokens: document.querySelectorAll("#tokens .token").length,
     maps: [...document.querySelectorAll("#attention canvas")].filter(c => c.width > 0 && c.height > 0).length,
-    inked: [...document.querySelectorAll("#attention canvas")].every(c => {
+    inked: [...document.querySelectorAll("#attention canvas")].every(c => {  // each map has blue in it
         const pixels = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-        return pixels.some((value, i) => i % 4 === 3 && value > 0);
+        return pixels.some((value, i) => i % 4 === 2 && value > pixels[i - 2] + 20);
     }),
     next: document.querySelectorAll("#next .bar").length,
     lens: document.querySelectorAll("#layers tr").length,

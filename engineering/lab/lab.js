@@ -205,9 +205,10 @@ function showAttention() {
     heads.forEach((weights, head) => {
       const figure = el("figure", "map");
       const canvas = el("canvas");
-      canvas.width = canvas.height = cell * T;
+      canvas.width = canvas.height = T;  // a pixel a weight, drawn cell times larger
+      canvas.style.width = canvas.style.height = `${cell * T}px`;
       canvas.setAttribute("aria-label", `attention of block ${layer}, head ${head}`);
-      drawMap(canvas.getContext("2d"), weights, cell);
+      drawMap(canvas.getContext("2d"), weights);
       const mark = el("div", "row-mark");
       mark.style.height = `${cell}px`;
       const frame = el("div", "map-frame");
@@ -227,14 +228,16 @@ function showAttention() {
   showReads(0, 0, state.position);
 }
 
-function drawMap(context, weights, cell) {
-  const T = weights.length;
+function drawMap(context, weights) {  // weight w: the blue (25, 55, 160) at opacity w over white; the future grey
+  const T = weights.length, image = context.createImageData(T, T), blue = [25, 55, 160];
   for (let t = 0; t < T; t++) {
     for (let s = 0; s < T; s++) {
-      context.fillStyle = s > t ? "#e4e4e4" : `rgba(25, 55, 160, ${weights[t][s]})`;
-      context.fillRect(s * cell, t * cell, cell, cell);
+      const at = 4 * (t * T + s), w = weights[t][s];
+      for (let c = 0; c < 3; c++) image.data[at + c] = s > t ? 228 : Math.round(255 - (255 - blue[c]) * w);
+      image.data[at + 3] = 255;
     }
   }
+  context.putImageData(image, 0, 0);
 }
 
 function markRows(t) {
