@@ -44,14 +44,18 @@ CURVE_POINTS = 300  # a run's training loss is drawn as at most this many means 
 
 def read_text(model, text):
     """(ids, what to say of them): the text's ids without the characters the model has never seen (named in
-    "left_out"), cut to the last "window" tokens ("cut": how many went): the seq_len the model was trained with,
-    and at most MOST_TOKENS."""
+    "left_out"), cut to the last "window" tokens, tokens_read ("cut": how many went)."""
     ids, left_out = model.tokenizer.encode_known(text)
     if not ids:
         raise InputError(f"nothing is left of the text without {', '.join(map(repr, left_out))}, which the model "
                          f"has never seen: type characters it knows")
-    window = min(prompting.trained_window(model), MOST_TOKENS)
+    window = tokens_read(model)
     return ids[-window:], {"left_out": left_out, "cut": max(0, len(ids) - window), "window": window}
+
+
+def tokens_read(model):
+    """The tokens of a text the lab reads at most: the seq_len the model was trained with, and at most MOST_TOKENS."""
+    return min(prompting.trained_window(model), MOST_TOKENS)
 
 
 def token_text(tokenizer, token_id):
@@ -261,7 +265,7 @@ def about(model, warning=""):
     except InputError as err:  # model.json lacks what training records: the model itself is whole
         described = f"model {model.folder.name} ({err})"
     return {"name": model.folder.name, "about": described, "layers": cfg.num_layers, "heads": cfg.num_heads,
-            "vocab_size": cfg.vocab_size, "window": prompting.trained_window(model), "warning": warning}
+            "vocab_size": cfg.vocab_size, "window": tokens_read(model), "warning": warning}
 
 
 def api(models, settings):

@@ -114,7 +114,7 @@ def deep(play):
 
 
 def ids_of(model, text):
-    return np.array(model.tokenizer.encode(text)[-lab.prompting.trained_window(model):])
+    return np.array(model.tokenizer.encode(text)[-lab.tokens_read(model):])
 
 
 # --- the numbers are the project's --------------------------------------------------------------------------------
@@ -213,6 +213,17 @@ def test_a_long_text_is_cut_to_its_last_tokens_and_unknown_characters_are_named(
     assert look["left_out"] == ["Z", "~"]
     status, refused = served.post("/api/look", {"text": "ZZ~"})
     assert status == 400 and "'Z', '~'" in refused["error"] and "never seen" in refused["error"]
+
+
+def test_the_lab_reads_at_most_most_tokens_of_a_model_that_reads_more(play):
+    cfg = ModelConfig(play.cfg.vocab_size, 200, 8, 2, 1, 16, 1e-5)  # no seq_len recorded: it reads 200
+    model = checkpoint.Checkpoint(init_params(cfg, np.random.default_rng(0), np.float32), cfg, play.tokenizer, {},
+                                  play.folder)
+    known = play.tokenizer.encode(TEXT * 10)
+    look = lab.look(model, TEXT * 10, SAMPLING)
+    assert len(known) > 200 and lab.MOST_TOKENS == 128
+    assert [t["id"] for t in look["tokens"]] == known[-128:] and look["cut"] == len(known) - 128
+    assert look["window"] == 128 and np.array(look["attention"]).shape == (1, 2, 128, 128)
 
 
 # --- the server's rules ---------------------------------------------------------------------------------------------
