@@ -10,6 +10,7 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     tokenizer_files.py  a tokenizer's file written and read back, every field checked
     gpt2.py             a Hugging Face GPT-2 folder read as the project's own model
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
+    lab_server.py       lab.py's server: its rules on this machine, the models it holds; lab/ holds its page
     parallel.py         a batch shared out to several processes, their gradients averaged
     files.py            files written whole or not at all; JSON read with its problem told
     errors.py           InputError, a person's bad input, and how a script says it in one line

@@ -60,6 +60,8 @@ def printable(written, kind):
 # --- the command line of generate.py and talk.py --------------------------------------------------
 
 SAMPLING_SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "max_new_tokens", "seed")  # of config.py
+CHECKPOINT_HELP = ("the model to read: a run's name in checkpoints/runs/ or the start of one (python talk.py --list "
+                   "lists them), or a folder; checkpoints itself: its latest finished run")  # lab.py's too
 
 
 def sampling_parser(config, description):
@@ -67,8 +69,7 @@ def sampling_parser(config, description):
     the options below; a training setting (--epochs) is refused as an unknown option."""
     p = SettingsParser(config, description, SAMPLING_SETTINGS, {
         "seed": "seeds the random draws of the sampling: the same seed and prompt give the same text",
-        "checkpoint": "the model to read: a run's name in checkpoints/runs/ or the start of one (python talk.py "
-                      "--list lists them), or a folder; checkpoints itself: its latest finished run"})
+        "checkpoint": CHECKPOINT_HELP})
     group = p.add_argument_group("what the model reads, and where it stops")
     group.add_argument("--window", type=int, default=0, metavar="INT",
                        help="tokens the model reads: the last INT of the prompt and what it has written so far, "

@@ -421,6 +421,16 @@ def write_losses(folder, step_losses, history):
 NO_PLOT = 'losses.png is not drawn: matplotlib is not installed (pip install -e ".[plot]"); losses.csv has the numbers'
 
 
+def read_losses(folder):
+    """losses.csv of a run as write_losses wrote it (step, train_loss; val_loss and val_bpc at the validations), or
+    None where there is none to read: a run that has not saved yet, or a file that is not such a table."""
+    try:
+        table = pd.read_csv(Path(folder) / "losses.csv")
+    except (OSError, ValueError):  # pandas' EmptyDataError and ParserError are ValueErrors
+        return None
+    return table if {"step", "train_loss"} <= set(table.columns) else None
+
+
 def plot_losses(folder, table):
     """Draw losses.png, where matplotlib is installed (pip install -e ".[plot]"); False where it is not."""
     try:

@@ -1,0 +1,563 @@
+"""lab.py: every number the lab serves is the project's own functions' on the same ids, the model never changes
+under a request, the server refuses what it must and keeps serving, and the page draws every view in Chromium.
+
+The server runs in this process, in a thread, on a free port; its model is the tiny play that conftest trains once,
+a model of random weights with three blocks (where the logit lens has layers to look through), and a small GPT-2
+folder written here offline.
+"""
+
+import contextlib
+import http.client
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import types
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lab
+import transformer
+from engineering import checkpoint, lab_server, runs
+from engineering.errors import InputError
+from generate import Sampling, filtered_probs, generate
+from tokenizer import END_OF_TEXT, byte_stand_ins
+from transformer import ModelConfig, cross_entropy_forward, forward, init_params, loss_and_grads, pack, softmax
+
+REPO = Path(__file__).resolve().parent.parent
+SETTINGS = types.SimpleNamespace(temperature=0.8, top_k=0, top_p=0.9, seed=42)  # config.py's, as the page starts
+SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_k, SETTINGS.top_p)
+TEXT = "ROMEO:\nthe moon is high tonight,\no stay a while with me;\n"
+REFUSALS = {400, 403, 404, 405, 411, 413, 414, 415, 431, 501, 505}  # every status a malformed request may get
+
+
+# --- the lab, served in this process ----------------------------------------------------------------------------
+
+class Served:
+    """A lab served on 127.0.0.1 in a thread, and requests to it."""
+
+    def __init__(self, server):
+        self.server, self.port = server, server.server_port
+
+    def request(self, method, path, body=None, headers=None, raw_body=None):
+        """(status, the JSON answer) of one request; body is sent as JSON, raw_body as it is."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        data = raw_body if raw_body is not None else None if body is None else json.dumps(body).encode("utf-8")
+        sent = {"Content-Type": "application/json"} if data is not None else {}
+        connection.request(method, path, body=data, headers={**sent, **(headers or {})})
+        response = connection.getresponse()
+        content = response.read()
+        connection.close()
+        if response.getheader("Content-Type") == "application/json":
+            return response.status, json.loads(content)
+        return response.status, content
+
+    def post(self, path, body, **headers):
+        return self.request("POST", path, body, headers)
+
+    def raw(self, data):
+        """(status, the answer's body) of bytes sent as they are, then the end of what is sent; (None, b"") where the
+        connection closes with no answer (a request line that is empty, or a reset once the server has answered
+        a request whose body it did not read: the kernel may drop the answer then)."""
+        answer = b""
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError), \
+                socket.create_connection(("127.0.0.1", self.port), timeout=30) as connection:
+            connection.sendall(data)
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_WR)
+            while chunk := connection.recv(65536):
+                answer += chunk
+        if not answer:
+            return None, b""
+        head, _, body = answer.partition(b"\r\n\r\n")
+        return int(head.split()[1]), body
+
+
+@contextlib.contextmanager
+def serving(model, home, host="127.0.0.1"):
+    server = lab_server.start(lab.api(lab_server.Models(model, home), SETTINGS), host, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Served(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def play(tiny_play_checkpoint):
+    return checkpoint.load(tiny_play_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def served(play):
+    with serving(play, runs.home_of(play.folder)) as lab_served:
+        yield lab_served
+
+
+@pytest.fixture(scope="module")
+def deep(play):
+    """Random weights with three blocks and the tiny play's tokenizer: a model whose layers the lens can tell apart."""
+    cfg = ModelConfig(play.cfg.vocab_size, 16, 16, 2, 3, 32, 1e-5)
+    params = init_params(cfg, np.random.default_rng(3), np.float32)
+    return checkpoint.Checkpoint(params, cfg, play.tokenizer, {}, play.folder)
+
+
+def ids_of(model, text):
+    return np.array(model.tokenizer.encode(text)[-lab.tokens_read(model):])
+
+
+# --- the numbers are the project's --------------------------------------------------------------------------------
+
+def test_a_look_is_the_forward_the_softmax_and_the_sampling_of_the_project(served, play):
+    status, look = served.post("/api/look", {"text": TEXT})
+    assert status == 200, look
+    ids = ids_of(play, TEXT)
+    logits, (_, block_caches, _, _) = forward(play.params, ids, play.cfg)
+    probs = softmax(logits.astype(np.float64))  # the page's are float32's: equal to 1e-6
+    assert [token["id"] for token in look["tokens"]] == ids.tolist()
+    assert "".join(token["text"] for token in look["tokens"]) == play.tokenizer.decode(ids.tolist())
+    for layer, maps in enumerate(look["attention"]):  # [L][nh][T][T], sent to 4 decimals
+        np.testing.assert_allclose(maps, block_caches[layer].attention.attn[0], atol=5e-5 + 1e-7)
+    assert np.array(look["attention"]).shape == (1, 2, len(ids), len(ids))
+    losses = [token["loss"] for token in look["tokens"]]
+    assert losses[0] is None
+    np.testing.assert_allclose(losses[1:], -np.log(probs[np.arange(len(ids) - 1), ids[1:]]), rtol=1e-4, atol=1e-6)
+    for t, guesses in enumerate(look["next"]):
+        listed = [guess["prob"] for guess in guesses]
+        np.testing.assert_allclose(listed, np.sort(probs[t])[::-1][:10], rtol=1e-5)
+        np.testing.assert_allclose(listed, probs[t, [guess["id"] for guess in guesses]], rtol=1e-5)
+        kept = filtered_probs(logits[t], SAMPLING)
+        np.testing.assert_allclose(look["kept"][t], kept[[guess["id"] for guess in guesses]], rtol=1e-12)
+        assert look["kept_counts"][t] == np.count_nonzero(kept)
+    assert look["sampling"] == {"temperature": 0.8, "top_k": 0, "top_p": 0.9}
+    assert look["model"]["name"] == play.folder.name and look["model"]["warning"] == ""
+
+
+def test_the_lens_after_each_block_is_what_a_model_cut_there_predicts(deep):
+    """Row l + 1 of view 4 is the forward of the same weights with only the first l + 1 blocks; the last row is the
+    model's own prediction."""
+    look = lab.look(deep, TEXT, SAMPLING)
+    ids = ids_of(deep, TEXT)
+    assert [row["after"] for row in look["layers"]] == ["the embeddings", "block 0", "block 1", "block 2"]
+    for blocks in (1, 2, 3):
+        cut = replace(deep.cfg, num_layers=blocks)
+        params = pack({name: deep.params[name] for name in transformer.param_shapes(cut)})
+        probs = softmax(forward(params, ids, cut)[0].astype(np.float64))
+        row = look["layers"][blocks]
+        np.testing.assert_allclose([top[0]["prob"] for top in row["top"]], probs.max(axis=-1), rtol=1e-5)
+        np.testing.assert_allclose(row["next_prob"][:-1], probs[np.arange(len(ids) - 1), ids[1:]], rtol=1e-4)
+        assert row["next_prob"][-1] is None
+    embeddings, first = look["layers"][0]["top"], look["layers"][1]["top"]
+    assert [top[0]["prob"] for top in embeddings] != [top[0]["prob"] for top in first]
+
+
+def test_a_learn_is_loss_and_grads_and_a_step_on_a_copy(deep):
+    before = transformer.flat_buffer(deep.params).copy()
+    text, lr = TEXT, 0.5
+    learned = lab.learn(deep, text, lr)
+    assert np.array_equal(transformer.flat_buffer(deep.params), before), "a learn changed the lab's model"
+    ids = ids_of(deep, text)
+    loss, grads = loss_and_grads(deep.params, ids[:-1], ids[1:], deep.cfg)
+    assert learned["loss"] == pytest.approx(loss, rel=1e-6)
+    assert list(learned["grad_norms"]) == list(deep.params)
+    for name, grad in grads.items():
+        assert learned["grad_norms"][name] == pytest.approx(float(np.linalg.norm(grad)), rel=1e-5, abs=1e-12)
+    assert sorted(sum((group["tensors"] for group in learned["groups"]), [])) == sorted(deep.params)
+    np.testing.assert_allclose(learned["input_grad_norms"], np.linalg.norm(grads["pos_emb"][:len(ids) - 1], axis=-1),
+                               rtol=1e-5)
+    once = [t for t, i in enumerate(ids[:-1]) if list(ids[:-1]).count(i) == 1]  # their token's gradient is theirs alone
+    assert once
+    np.testing.assert_allclose([learned["input_grad_norms"][t] for t in once],
+                               np.linalg.norm(grads["tok_emb"][ids[once]], axis=-1), rtol=1e-4)
+    stepped = {name: param - lr * grads[name] for name, param in deep.params.items()}
+    after, _ = cross_entropy_forward(forward(stepped, ids[:-1], deep.cfg)[0], ids[1:])
+    assert learned["loss_after"] == pytest.approx(after, rel=1e-5)
+    assert np.mean(learned["position_losses"]) == pytest.approx(loss, rel=1e-5)
+    assert np.mean(learned["position_losses_after"]) == pytest.approx(after, rel=1e-5)
+    assert learned["loss_after"] < learned["loss"]  # a short step down the gradient lowers the loss
+
+
+def test_a_step_too_long_gives_no_number_said_as_such(deep):
+    learned = lab.learn(deep, TEXT, 1e300)  # p - lr * g overflows float32
+    json.dumps(learned, allow_nan=False)  # the page is sent JSON, which has no NaN
+    assert learned["loss_after"] is None and math.isfinite(learned["loss"])
+    assert all(loss is None for loss in learned["position_losses_after"])
+
+
+def test_continue_draws_the_token_generate_draws_with_that_seed(served, play):
+    status, drawn = served.post("/api/continue", {"text": "ROMEO:\nthe mo", "seed": 7, "temperature": 1.0})
+    assert status == 200, drawn
+    ids = ids_of(play, "ROMEO:\nthe mo")
+    rng = np.random.default_rng(7)
+    expected = next(generate(play.params, play.cfg, ids.tolist(), 1, 16, Sampling(1.0, 0, 0.9), rng))
+    assert drawn["id"] == expected and drawn["text"] == "ROMEO:\nthe mo" + play.tokenizer.decode([expected])
+
+
+def test_a_long_text_is_cut_to_its_last_tokens_and_unknown_characters_are_named(served, play):
+    text = TEXT * 6 + "Z~"
+    status, look = served.post("/api/look", {"text": text})
+    known = play.tokenizer.encode(TEXT * 6)
+    assert status == 200 and look["window"] == 16
+    assert look["cut"] == len(known) - 16 and [t["id"] for t in look["tokens"]] == known[-16:]
+    assert look["left_out"] == ["Z", "~"]
+    status, refused = served.post("/api/look", {"text": "ZZ~"})
+    assert status == 400 and "'Z', '~'" in refused["error"] and "never seen" in refused["error"]
+
+
+def test_the_lab_reads_at_most_most_tokens_of_a_model_that_reads_more(play):
+    cfg = ModelConfig(play.cfg.vocab_size, 200, 8, 2, 1, 16, 1e-5)  # no seq_len recorded: it reads 200
+    model = checkpoint.Checkpoint(init_params(cfg, np.random.default_rng(0), np.float32), cfg, play.tokenizer, {},
+                                  play.folder)
+    known = play.tokenizer.encode(TEXT * 10)
+    look = lab.look(model, TEXT * 10, SAMPLING)
+    assert len(known) > 200 and lab.MOST_TOKENS == 128
+    assert [t["id"] for t in look["tokens"]] == known[-128:] and look["cut"] == len(known) - 128
+    assert look["window"] == 128 and np.array(look["attention"]).shape == (1, 2, 128, 128)
+
+
+# --- the server's rules ---------------------------------------------------------------------------------------------
+
+def request_bytes(port, body=b'{"text": "ROMEO"}', path="/api/look", host=None, headers=""):
+    host = f"127.0.0.1:{port}" if host is None else host
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{headers}\r\n").encode() + body
+
+
+BAD = {  # what is sent -> (the status, words of the answer)
+    "a body over 64 KiB": (lambda s: s.post("/api/look", {"text": "a" * 70_000}), 413, "64 KiB"),
+    "not JSON": (lambda s: s.request("POST", "/api/look", raw_body=b"{text: 1"), 400, "JSON object"),
+    "JSON that is not an object": (lambda s: s.post("/api/look", ["ROMEO"]), 400, "JSON object"),
+    "no text": (lambda s: s.post("/api/look", {}), 400, '"text" must be'),
+    "a text that is a number": (lambda s: s.post("/api/look", {"text": 5}), 400, '"text" must be'),
+    "an empty text": (lambda s: s.post("/api/look", {"text": ""}), 400, "not empty"),
+    "a lone surrogate": (lambda s: s.request("POST", "/api/look", raw_body=b'{"text": "a\\ud800"}'), 400, "Unicode"),
+    "no learning rate": (lambda s: s.post("/api/learn", {"text": "ROMEO"}), 400, '"lr" must be'),
+    "a negative learning rate": (lambda s: s.post("/api/learn", {"text": "ROMEO", "lr": -0.1}), 400, "0 or more"),
+    "NaN": (lambda s: s.request("POST", "/api/learn", raw_body=b'{"text": "ROMEO", "lr": NaN}'), 400, "JSON object"),
+    "Infinity": (lambda s: s.request("POST", "/api/learn", raw_body=b'{"text": "ROMEO", "lr": Infinity}'), 400, "JSON"),
+    "a number past float": (lambda s: s.request("POST", "/api/learn", raw_body=b'{"text": "ROMEO", "lr": 1e999}'),
+                            400, "finite"),
+    "a learning rate as text": (lambda s: s.post("/api/learn", {"text": "ROMEO", "lr": "0.1"}), 400, '"lr"'),
+    "a learning rate true": (lambda s: s.post("/api/learn", {"text": "ROMEO", "lr": True}), 400, '"lr"'),
+    "one token to learn from": (lambda s: s.post("/api/learn", {"text": "R", "lr": 0.1}), 400, "two tokens"),
+    "a negative temperature": (lambda s: s.post("/api/look", {"text": "R", "temperature": -1}), 400, "temperature"),
+    "top_p 0": (lambda s: s.post("/api/look", {"text": "R", "top_p": 0}), 400, "top_p"),
+    "top_k 2.5": (lambda s: s.post("/api/look", {"text": "R", "top_k": 2.5}), 400, "top_k"),
+    "a seed below 0": (lambda s: s.post("/api/continue", {"text": "R", "seed": -1}), 400, "seed"),
+    "a run not listed": (lambda s: s.post("/api/look", {"text": "R", "run": "nope"}), 404, "no run named"),
+    "a run as a path": (lambda s: s.post("/api/look", {"text": "R", "run": "../../etc"}), 404, "no run named"),
+    "a run that is a number": (lambda s: s.post("/api/look", {"text": "R", "run": 3}), 400, "name from the list"),
+    "another site's name (DNS rebinding)": (lambda s: s.post("/api/look", {"text": "R"}, Host=f"evil.example:{s.port}"),
+                                            403, "only requests to"),
+    "the right name on another port": (lambda s: s.post("/api/look", {"text": "R"}, Host="127.0.0.1:1"), 403, "only"),
+    "no Host": (lambda s: s.raw(b"GET /api/start HTTP/1.0\r\n\r\n"), 403, "only requests to"),
+    "two Hosts": (lambda s: s.raw(request_bytes(s.port, headers=f"Host: 127.0.0.1:{s.port}\r\n")), 403, "only"),
+    "a page of another origin": (lambda s: s.post("/api/look", {"text": "R"}, Origin="http://evil.example"), 403,
+                                 "own page"),
+    "a form's content type": (lambda s: s.post("/api/look", {"text": "R"}, **{"Content-Type": "text/plain"}), 415,
+                              "application/json"),
+    "no Content-Length": (lambda s: s.raw(request_bytes(s.port).replace(b"Content-Length: 17\r\n", b"")), 411,
+                          "Content-Length"),
+    "a body in chunks": (lambda s: s.raw(request_bytes(s.port, headers="Transfer-Encoding: chunked\r\n")), 411,
+                         "chunks"),
+    "a body shorter than said": (lambda s: s.raw(request_bytes(s.port).replace(b"Length: 17", b"Length: 99")), 400,
+                                 "ended before"),
+    "a path out of the page's folder": (lambda s: s.raw(f"GET /../lab_server.py HTTP/1.1\r\nHost: 127.0.0.1:{s.port}"
+                                                        f"\r\n\r\n".encode()), 404, "not one of"),
+    "a file of the project": (lambda s: s.request("GET", "/lab.py"), 404, "not one of"),
+    "a file beside the page's": (lambda s: s.request("GET", "/engineering/lab/lab.js"), 404, "not one of"),
+    "an escaped path": (lambda s: s.request("GET", "/%2e%2e/%2e%2e/etc/passwd"), 404, "not one of"),
+    "GET for a POST": (lambda s: s.request("GET", "/api/look"), 405, "POST /api/look"),
+    "PUT": (lambda s: s.request("PUT", "/api/look", {"text": "R"}), 405, "GET and POST only"),
+    "a broken request line": (lambda s: s.raw(b"GARBAGE\r\n\r\n"), 400, "Bad request"),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_a_bad_request_gets_its_status_and_one_line_and_the_lab_goes_on(served, case):
+    send, status, words = BAD[case]
+    got, answer = send(served)
+    if isinstance(answer, bytes):
+        answer = json.loads(answer)
+    assert got == status and words in answer["error"] and "\n" not in answer["error"], answer
+    assert served.post("/api/look", {"text": "ROMEO"})[0] == 200
+
+
+def random_request(rng, port):
+    """Bytes of a request that is broken in some random way, or well-formed with random fields."""
+    fields = ["text", "lr", "run", "temperature", "top_k", "top_p", "seed", "x"]
+    values = [None, True, -1, 0, 0.5, 1e308, -1e-300, 2 ** 70, "", "ROMEO", "Z", "\x00", "../runs", [], {}, [1],
+              {"a": 1}]
+    kind = rng.randrange(5)
+    if kind == 0:  # random bytes
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+    path = rng.choice(["/api/look", "/api/learn", "/api/continue", "/api/runs", "/api/start", "/", "/lab.js", "/x",
+                       "//api/look", "/api/look?x=1", "/api/../lab.py", "/\x00", "*"])
+    if kind == 1:  # a random JSON object to a random path
+        body = json.dumps({rng.choice(fields): rng.choice(values) for _ in range(rng.randrange(4))}).encode()
+        return request_bytes(port, body, path.replace("\x00", "%00"))
+    if kind == 2:  # a good request, cut short anywhere
+        whole = request_bytes(port, b'{"text": "ROMEO:\\nthe", "lr": 0.1}', path)
+        return whole[:rng.randrange(len(whole))]
+    if kind == 3:  # a good request with one byte changed
+        whole = bytearray(request_bytes(port, b'{"text": "ROMEO:\\nthe", "lr": 0.1}', "/api/learn"))
+        whole[rng.randrange(len(whole))] = rng.randrange(256)
+        return bytes(whole)
+    method = rng.choice(["GET", "POST", "DELETE", "BREW", "get", "POST POST"])  # a random method and headers
+    headers = "".join(f"{rng.choice(['Host', 'Content-Length', 'Origin', 'X'])}: "
+                      f"{rng.choice(['', '-1', 'a' * 9000, '0'])}\r\n" for _ in range(rng.randrange(3)))
+    return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}\r\n".encode("utf-8", "replace")
+
+
+def test_hundreds_of_random_requests_get_a_status_and_leave_the_lab_answering_as_before(served, capfd):
+    _, first = served.post("/api/look", {"text": TEXT})
+    rng = random.Random(0)
+    statuses = {}
+    for _ in range(300):
+        status, _ = served.raw(random_request(rng, served.port))
+        statuses[status] = statuses.get(status, 0) + 1
+    assert set(statuses) <= REFUSALS | {200, None}, statuses
+    assert statuses.get(200) and len(set(statuses) & REFUSALS) >= 5, statuses
+    assert "Traceback" not in capfd.readouterr().err  # none of them met a bug
+    assert served.post("/api/look", {"text": TEXT}) == (200, first)
+
+
+def test_a_bug_in_the_backward_is_a_traceback_in_the_terminal_and_one_line_on_the_page(served, monkeypatch, capfd):
+    def broken(dout, cache):
+        raise ValueError("operands could not be broadcast together")  # a learner's edit gone wrong
+    monkeypatch.setattr(transformer, "block_backward", broken)
+    status, answer = served.post("/api/learn", {"text": TEXT, "lr": 0.1})
+    err = capfd.readouterr().err
+    assert status == 500 and "\n" not in answer["error"]
+    assert answer["error"].startswith("a bug in the code: ValueError: operands could not be broadcast together")
+    assert "Traceback" in err and "in broken" in err and "loss_and_grads" in err
+    assert served.post("/api/look", {"text": TEXT})[0] == 200  # and the lab goes on
+
+
+def test_two_tabs_at_once_get_the_same_answers_and_the_model_never_changes(served, play):
+    before = transformer.flat_buffer(play.params).copy()
+    requests = [("/api/look", {"text": TEXT}), ("/api/learn", {"text": TEXT, "lr": 1.0})] * 4
+    answers = [None] * len(requests)
+
+    def ask(i):
+        answers[i] = served.post(*requests[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(answer == answers[i % 2] and answer[0] == 200 for i, answer in enumerate(answers))
+    assert np.array_equal(transformer.flat_buffer(play.params), before)
+
+
+def test_the_page_and_its_files_are_served_with_rules_against_framing_and_sniffing(served):
+    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    for path, kind in [("/", "text/html"), ("/lab.js", "text/javascript"), ("/lab.css", "text/css")]:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == 200 and response.getheader("Content-Type").startswith(kind)
+        assert response.getheader("X-Frame-Options") == "DENY" and "default-src 'self'" in \
+            response.getheader("Content-Security-Policy")
+        elsewhere = body.replace(b'"http://www.w3.org/2000/svg"', b"")  # svg's namespace: a name, never fetched
+        assert b"http://" not in elsewhere and b"https://" not in elsewhere and b"//cdn" not in elsewhere
+        connection.close()
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+
+
+def test_a_host_other_than_127_0_0_1_is_answered_by_its_own_name_only(play):
+    with serving(play, runs.home_of(play.folder), host="127.0.0.2") as lab_served:
+        connection = http.client.HTTPConnection("127.0.0.2", lab_served.port, timeout=30)
+        for host, status in [(f"127.0.0.2:{lab_served.port}", 200), (f"evil.example:{lab_served.port}", 403)]:
+            connection.request("GET", "/api/start", headers={"Host": host})
+            response = connection.getresponse()
+            response.read()
+            assert response.status == status
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.2", lab_served.port, timeout=30)
+
+
+# --- the runs ---------------------------------------------------------------------------------------------------------
+
+def test_the_runs_are_listed_with_their_losses_as_curves(served, play):
+    status, listing = served.request("GET", "/api/runs")
+    assert status == 200 and listing["first"] == play.folder.name
+    run = next(run for run in listing["runs"] if run["name"] == play.folder.name)
+    assert run["state"] == "finished" and run["has_model"] and not run["damaged"]
+    table = runs.read_losses(play.folder)
+    curves = run["curves"]
+    assert len(curves["steps"]) <= lab.CURVE_POINTS < len(table)
+    sizes = [len(bucket) for bucket in np.array_split(np.arange(len(table)), lab.CURVE_POINTS)]
+    assert np.dot(sizes, curves["train"]) == pytest.approx(table["train_loss"].sum(), rel=1e-9)
+    assert curves["val"] == table["val_loss"].dropna().tolist()
+
+
+def save_again(model, scale):
+    """Save model's weights, W_out scaled, over its files, as a run that validates a better model does."""
+    params = pack({name: value * (scale if name == "W_out" else 1) for name, value in model.params.items()})
+    recorded = {key: value for key, value in model.meta.items()
+                if key not in ("format", "version", "model", "dtype", "weights_sha256", "tokenizer_sha256")}
+    checkpoint.save_model(model.folder, params, model.cfg, model.tokenizer, recorded)
+
+
+def test_a_run_chosen_saved_again_damaged_or_deleted_while_shown_is_said_on_the_page(play, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(play.folder, home / "runs" / "mine")
+    first = checkpoint.load(home / "runs" / "mine")
+    other = home / "runs" / "other"
+    shutil.copytree(play.folder, other)
+    with serving(first, home) as lab_served:
+        look = lambda: lab_served.post("/api/look", {"text": TEXT, "run": "other"})  # noqa: E731
+        status, answer = look()
+        assert status == 200 and answer["model"]["name"] == "other" and answer["model"]["warning"] == ""
+        save_again(checkpoint.load(other), 3.0)  # as a run still training saves a better model
+        status, answer = look()
+        assert status == 200 and "saved a new model" in answer["model"]["warning"]
+        assert answer["tokens"][1]["loss"] != lab_served.post("/api/look", {"text": TEXT})[1]["tokens"][1]["loss"]
+        (other / "model.npz").write_bytes(b"not weights")
+        status, answer = look()
+        assert status == 200 and "model.npz is damaged" in answer["model"]["warning"]
+        assert "the model the lab read before" in answer["model"]["warning"]
+        listed = {run["name"]: run for run in lab_served.request("GET", "/api/runs")[1]["runs"]}
+        assert listed["other"]["state"] == "DAMAGED" and "model.npz" in listed["other"]["damaged"]
+        shutil.rmtree(other)
+        status, answer = look()
+        assert status == 200 and "was deleted after the lab read it" in answer["model"]["warning"]
+        assert set(run["name"] for run in lab_served.request("GET", "/api/runs")[1]["runs"]) == {"mine"}
+        assert lab_served.post("/api/look", {"text": TEXT, "run": "never"})[0] == 404
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+
+def test_help_says_the_port_and_bad_options_are_one_line(capsys, play):
+    with pytest.raises(SystemExit) as ended:
+        lab.main(["--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert ended.value.code == 0 and "--open" in said and "--host" in said
+    assert f"--port PORT the port the page is served on; 0: a free one (default: {lab.PORT})" in said
+    with pytest.raises(InputError, match="every address"):
+        lab.main(["--checkpoint", str(play.folder), "--host", "0.0.0.0"])
+    with pytest.raises(InputError, match="--port must be"):
+        lab.main(["--checkpoint", str(play.folder), "--port", "70000"])
+
+
+def test_python_lab_py_prints_its_address_serves_and_stops_on_ctrl_c_in_one_line(play):
+    process = subprocess.Popen([sys.executable, "lab.py", "--checkpoint", str(play.folder), "--port", "0"], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        lines = [process.stdout.readline() for _ in range(2)]
+        assert lines[0].startswith(f"model {play.folder.name}: ")
+        assert lines[1].startswith("The lab is at http://127.0.0.1:")
+        port = int(lines[1].split("http://127.0.0.1:")[1].split("/")[0])
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/api/start")
+        assert json.loads(connection.getresponse().read())["model"]["name"] == play.folder.name
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and err == "the lab stopped (Ctrl-C)\n", err
+
+
+def test_a_checkpoint_that_is_not_there_is_a_persons_bad_input(tmp_path):
+    with pytest.raises(InputError, match="no run in .* is named"):  # run_script: one line and exit 2
+        lab.main(["--checkpoint", "nothing-of-that-name", "--port", "0"])
+
+
+# --- the page, in Chromium --------------------------------------------------------------------------------------------
+
+def write_small_gpt2(folder, rng):
+    """A GPT-2 folder as the hub holds one, small: 2 blocks of 4 heads, random weights, and a vocabulary of the 256
+    byte stand-ins, a few merges and <|endoftext|>."""
+    from safetensors.numpy import save_file
+    C, T, L = 16, 32, 2
+    stand_ins = [char for _, char in byte_stand_ins()]
+    merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("o", "n"), ("Ġ", "m")]
+    vocab = {token: i for i, token in enumerate(stand_ins + [a + b for a, b in merges] + [END_OF_TEXT])}
+    normal = lambda *shape: rng.normal(0, 0.3, shape).astype(np.float32)  # noqa: E731
+    tensors = {"wte.weight": normal(len(vocab), C), "wpe.weight": normal(T, C), "ln_f.weight": 1 + normal(C),
+               "ln_f.bias": normal(C)}
+    for layer in range(L):
+        tensors.update({f"h.{layer}.{name}": normal(*shape) for name, shape in [
+            ("ln_1.weight", (C,)), ("ln_1.bias", (C,)), ("attn.c_attn.weight", (C, 3 * C)),
+            ("attn.c_attn.bias", (3 * C,)), ("attn.c_proj.weight", (C, C)), ("attn.c_proj.bias", (C,)),
+            ("ln_2.weight", (C,)), ("ln_2.bias", (C,)),
+            ("mlp.c_fc.weight", (C, 4 * C)), ("mlp.c_fc.bias", (4 * C,)), ("mlp.c_proj.weight", (4 * C, C)),
+            ("mlp.c_proj.bias", (C,))]})
+    folder.mkdir(parents=True)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = {"model_type": "gpt2", "vocab_size": len(vocab), "n_positions": T, "n_embd": C, "n_head": 4, "n_layer": L,
+              "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small_gpt2(tmp_path_factory):
+    pytest.importorskip("safetensors", reason='the gpt2 extra is not installed: pip install -e ".[gpt2]"')
+    pytest.importorskip("regex", reason='the gpt2 extra is not installed: pip install -e ".[gpt2]"')
+    return checkpoint.load(write_small_gpt2(tmp_path_factory.mktemp("gpt2") / "small", np.random.default_rng(0)))
+
+
+DRAWN = """() => ({
+    tokens: document.querySelectorAll("#tokens .token").length,
+    maps: [...document.querySelectorAll("#attention canvas")].filter(c => c.width > 0 && c.height > 0).length,
+    inked: [...document.querySelectorAll("#attention canvas")].every(c => {  // each map has blue in it
+        const pixels = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        return pixels.some((value, i) => i % 4 === 2 && value > pixels[i - 2] + 20);
+    }),
+    next: document.querySelectorAll("#next .bar").length,
+    lens: document.querySelectorAll("#layers tr").length,
+    grads: document.querySelectorAll("#grads .bar").length,
+    inputs: document.querySelectorAll("#input-grads .token").length,
+    error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
+})"""
+
+
+@pytest.mark.parametrize("which", ["the tiny play", "a small GPT-2"])
+def test_the_page_draws_every_view_for_a_typed_text(which, request, browser):
+    model = request.getfixturevalue("play") if which == "the tiny play" else request.getfixturevalue("small_gpt2")
+    text = TEXT if which == "the tiny play" else "The moon is high tonight, the moon on the hill."
+    T = len(ids_of(model, text))
+    with serving(model, runs.home_of(model.folder) or model.folder) as lab_served:
+        origin = f"http://127.0.0.1:{lab_served.port}"
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors, elsewhere = [], []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("request", lambda sent: None if sent.url.startswith(origin + "/") or sent.url.startswith("data:")
+                else elsewhere.append(sent.url))
+        try:
+            page.goto(origin + "/", wait_until="load")
+            page.fill("#text", text)  # as typed: the page looks and learns on its input event
+            page.wait_for_selector("body[data-drawn]", state="attached", timeout=30_000)
+            drawn = page.evaluate(DRAWN)
+            assert drawn == {"tokens": T, "maps": model.cfg.num_layers * model.cfg.num_heads, "inked": True,
+                             "next": min(10, model.cfg.vocab_size), "lens": model.cfg.num_layers + 2,
+                             "grads": len(model.params), "inputs": T - 1, "error": ""}
+            box = page.locator("#attention canvas").last.bounding_box()  # point at the map's last row
+            page.mouse.move(box["x"] + 2, box["y"] + box["height"] - 1)
+            assert page.locator("#reads .token").count() == T  # the last position reads every position
+            drawn_before = page.get_attribute("body", "data-drawn")
+            page.click("#continue")  # one token drawn, and every view drawn again for the longer text
+            page.wait_for_selector(f"body:not([data-drawn='{drawn_before}'])", state="attached", timeout=30_000)
+            assert page.input_value("#text").startswith(text) and len(page.input_value("#text")) > len(text)
+            assert not errors and not elsewhere, (errors, elsewhere)
+        finally:
+            page.close()
