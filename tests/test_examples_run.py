@@ -9,6 +9,7 @@ import argparse
 import math
 
 import numpy as np
+import pytest
 
 import config
 from engineering import settings
@@ -42,8 +43,13 @@ def test_windows_worked_example():
     inputs, targets = corpus.make_windows(np.array(stream), 2, 2, "example")
     assert inputs.tolist() == [[0, 1], [2, 3], [4, 5]]
     assert targets.tolist() == [[1, 2], [3, 4], [5, 6]]
-    # stride 1: floor((7 - 3) / 1) + 1 = 5 windows
-    assert len(corpus.make_windows(np.array(stream), 2, 1, "example")[0]) == 5
+    # stride 1: floor((7 - 3) / 1) + 1 = 5 windows, each starting one token after the last
+    inputs, targets = corpus.make_windows(np.array(stream), 2, 1, "example")
+    assert inputs.tolist() == [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]] and targets.tolist()[-1] == [5, 6]
+    # a window needs seq_len + 1 tokens: 3 tokens make one window of seq_len 2, and none of seq_len 3
+    assert len(corpus.make_windows(np.arange(3), 2, 1, "example")[0]) == 1
+    with pytest.raises(ValueError, match=r"3 tokens, fewer than one window of seq_len \+ 1 = 4"):
+        corpus.make_windows(np.arange(3), 3, 1, "example")
 
 
 def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monkeypatch):
@@ -217,3 +223,7 @@ def test_cached_forward_equals_full_forward_worked_example():
     step, past = forward_cached(params, np.array(ids[4:]), cfg, past)
     assert np.abs(np.stack([first, step]) - full[3:]).max() < 1e-12
     assert past[0][0].shape == (1, 2, 5, 2)
+    assert len(past) == cfg.num_layers and all(len(keys_values) == 2 for keys_values in past)  # nothing else is kept
+    # two more positions at once: the logits of the last, as the full forward of all 7 gives them
+    rest, past = forward_cached(params, np.array([2, 6]), cfg, past)
+    assert np.abs(rest - forward(params, np.array(ids + [2, 6]), cfg)[0][-1]).max() < 1e-12

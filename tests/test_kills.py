@@ -32,26 +32,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import REPO, tiny_args, tiny_settings, write_corpus
 from engineering import checkpoint
 import train
-from test_train import tiny_settings, write_corpus
 
 with contextlib.suppress(ImportError):  # the losses plot, imported once here rather than in every forked run
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 
-REPO = Path(__file__).resolve().parent.parent
-# eval_interval 1 with max_steps: a run validates at every step, and saves each one that improves,
-# so a run is mostly saves, and most kills land in or near one.
-TINY = dict(emb_dim=8, num_heads=2, num_layers=1, ff_dim=16, context_len=8, seq_len=8, batch_size=8, num_merges=20,
-            max_steps=6, eval_interval=1, max_new_tokens=5, warmup_steps=5)
+# the tiny run (conftest.TINY), 6 steps long; eval_interval 1 with max_steps: a run validates at every step, and
+# saves each one that improves, so a run is mostly saves, and most kills land in or near one.
+SAVING = dict(max_steps=6, eval_interval=1, max_new_tokens=5)
 SAVE = ["model.npz", "model.tok.json", "model.json", "resume.npz", "resume.json", "losses.csv"]  # a best step's renames
 
 
 def train_args(corpus, home, **overrides):
-    return ["--corpus_path", corpus, "--checkpoint", home,
-            *[str(word) for name, value in {**TINY, **overrides}.items() for word in (f"--{name}", value)]]
+    return tiny_args(home, corpus, **{**SAVING, **overrides})
 
 
 # --- scripts in child processes ---------------------------------------------------------------
@@ -279,7 +276,7 @@ def home(tmp_path):
     corpus = write_corpus(tmp_path / "corpus.csv")
     folder = tmp_path / "home"
     started = time.perf_counter()
-    first = train.train(tiny_settings(folder, corpus, seed=1, **TINY))
+    first = train.train(tiny_settings(folder, corpus, seed=1, **SAVING))
     return Home(folder, first.name, corpus, time.perf_counter() - started)
 
 

@@ -4,15 +4,14 @@ Layout table is the tree."""
 import math
 import re
 import subprocess
-from pathlib import Path
 
 import config
+from conftest import REPO
 import train
 from engineering.settings import SettingsParser
 from engineering.corpus import SAMPLE_CORPUS, read_corpus, read_rows
 from transformer import ModelConfig, param_shapes
 
-REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
