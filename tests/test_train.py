@@ -476,6 +476,24 @@ def test_a_bad_or_taken_name_is_one_line_and_overwrites_nothing(trained, corpus)
     assert "argument --name: not allowed with argument --resume" in line
 
 
+def test_the_time_to_go_follows_the_recent_speed():
+    progress = runs.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
+    start = progress.recent[0][0]
+    for step in range(1, 101):  # 100 steps at 10 a second
+        rate = progress.rate(start + step / 10, step)
+    assert rate == pytest.approx(10)
+    for step in range(101, 201):  # then the machine gets busy: 2 a second, for 50 s
+        rate = progress.rate(start + 10 + (step - 100) / 2, step)
+    assert rate == pytest.approx(2, rel=0.05)  # the last 30 s, where the whole run's mean says 200 / 60 s = 3.3
+    assert runs.duration((1000 - 200) / rate) == "6 min 40 s"
+
+
+@pytest.mark.parametrize("seconds, said", [(239.6, "4 min 00 s"), (59.5, "1 min 00 s"), (59.4, "0 min 59 s"),
+                                           (3725, "62 min 05 s"), (0.2, "0 min 00 s")])
+def test_duration_never_says_60_s(seconds, said):
+    assert runs.duration(seconds) == said
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 def test_the_command_line_trains_on_the_sample_when_the_default_corpus_is_absent(tmp_path):
