@@ -317,7 +317,7 @@ def landed(status, folder):
 # --- the tests --------------------------------------------------------------------------------
 
 def test_kills_at_any_moment_lose_no_model(home, start):
-    kills = 16
+    kills = 8
     rng = np.random.default_rng(14)
     # from the moment training starts to past a whole run's end (run_seconds counts reading the corpus too)
     moments = rng.permutation(np.linspace(0, 0.95, kills) + rng.uniform(0, 0.05, kills)) * home.run_seconds
