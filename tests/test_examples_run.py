@@ -5,15 +5,12 @@ docs/10-sampling.md), with the derivation by hand in the comments, so a reader c
 page with a pencil and the test fails if the code stops agreeing with it.
 """
 
-import argparse
 import math
 
 import numpy as np
 import pytest
 
-import config
-from engineering import settings
-from engineering.settings import SettingsParser
+from conftest import tiny_settings
 from engineering import corpus
 import tokenizer
 import train
@@ -58,10 +55,8 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
     # batch_size 4: ceil(10 / 4) = 3 steps per epoch, the last with the 2 windows left over.
     letters = tmp_path / "letters.csv"
     letters.write_text("text\n" + "\n".join("abcdefgh") + "\n", encoding="utf-8")
-    small = dict(corpus_path=str(letters), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
-                 seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, num_layers=1, ff_dim=8,
-                 batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
-    s = SettingsParser(config, "test").settings(argparse.Namespace(**{**settings.defaults(config), **small}))
+    s = tiny_settings(tmp_path / "ck", letters, num_merges=0, val_fraction=0.25, seq_len=2, stride=1, context_len=4,
+                      emb_dim=4, ff_dim=8, batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
     seen = []
     original = train.loss_and_grads  # what each step calls, in this process
 

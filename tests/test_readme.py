@@ -54,7 +54,7 @@ def test_the_layout_table_lists_the_tree():
         listing = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
     except FileNotFoundError:
         listing = None
-    if listing is None or listing.returncode != 0:  # a downloaded archive: which files are the project's, only git knows
+    if listing is None or listing.returncode != 0:  # a downloaded archive: only git knows the project's files
         pytest.skip("not a git checkout, so the tracked files are unknown (clone the repository to run this test)")
     tracked = listing.stdout.split()
     top = {path.split("/")[0] + ("/" if "/" in path else "") for path in tracked if not path.startswith(".")}

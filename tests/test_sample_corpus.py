@@ -24,5 +24,5 @@ def test_generator_reproduces_the_sample_byte_for_byte(tmp_path):
     spec = importlib.util.spec_from_file_location("make_sample", REPO / "data" / "make_sample.py")
     make_sample = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_sample)
-    make_sample.write_csv(make_sample.make_rows(), tmp_path / "sample.csv")  # what `python data/make_sample.py OUT` does
+    make_sample.write_csv(make_sample.make_rows(), tmp_path / "sample.csv")  # `python data/make_sample.py OUT`
     assert (tmp_path / "sample.csv").read_bytes() == SAMPLE.read_bytes()

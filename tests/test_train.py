@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import config
-from conftest import WORDS, one_line_error, run_main, started, tiny_args, tiny_settings, write_corpus
+from conftest import WORDS, one_line_error, run_main, run_script, started, tiny_args, tiny_settings, write_corpus
 from engineering import checkpoint, runs, settings
 from engineering.settings import SettingsParser
 import train
@@ -230,9 +230,9 @@ def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path,
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length, monkeypatch):
     whole = train.train(tiny_settings(tmp_path / "whole", corpus, patience=0, **length))
     progress = checkpoint.read_record(whole / "resume.json")
-    every = progress["total_steps"] // 2 if "epochs" in length else length["eval_interval"]
-    assert [entry["step"] for entry in progress["history"]] == [*range(every, progress["total_steps"], every),
-                                                                progress["total_steps"]]  # each epoch's end, or 10, 20, 30
+    every = progress["total_steps"] // 2 if "epochs" in length else length["eval_interval"]  # each epoch's end, or 10
+    validated = [*range(every, progress["total_steps"], every), progress["total_steps"]]
+    assert [entry["step"] for entry in progress["history"]] == validated
     s = tiny_settings(tmp_path / "parts", corpus, patience=0, **length)
     ctrl_c_at(monkeypatch, stop_step)
     with pytest.raises(SystemExit) as stopped:
@@ -580,7 +580,8 @@ def test_help_lists_every_setting_with_its_comment_and_each_recipe_on_a_line_of_
 
 def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     """As a person runs it, `python train.py | tee log`, and Ctrl-C, which stops tee too: the signal comes once
-    the run has printed its first validation, a run of a million steps that never stops early."""
+    the run has printed its first validation, a run of a million steps that never stops early. Then a --resume
+    that changes a setting, refused in one line with exit status 2."""
     home = tmp_path / "ck"
     with started("train.py", *tiny_args(home, corpus, max_steps=10 ** 6, eval_interval=20, patience=0)) as process:
         for line in process.stdout:  # the first validation: a model, and the state to resume, are saved
@@ -600,6 +601,7 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     step, best = (int(said[group].replace(",", "")) for group in (1, 3))
     assert checkpoint.read_record(home / "runs" / said[2] / "resume.json")["step"] == step >= best >= 20
     assert checkpoint.load(home / "runs" / said[2]).meta["steps"] == best
-    for given in (["--epochs", "3"], ["--epochs=3"]):
-        refused = run_main("train.py", "--resume", "--checkpoint", home, *given)
+    for given, run in ((["--epochs", "3"], run_script), (["--epochs=3"], run_main)):  # once as a person runs it
+        refused = run("train.py", "--resume", "--checkpoint", home, *given)
         assert refused.returncode == 2 and "drop --epochs" in refused.stderr
+        assert one_line_error(refused).startswith("error: --resume continues with the settings of the interrupted run")
