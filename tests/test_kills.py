@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint
+from engineering import checkpoint, runs
 import train
 
 with contextlib.suppress(ImportError):  # the losses plot, imported once here rather than in every forked run
@@ -316,7 +316,16 @@ def landed(status, folder):
 
 # --- the tests --------------------------------------------------------------------------------
 
-def test_kills_at_any_moment_lose_no_model(home, start):
+@pytest.fixture
+def without_the_plot(monkeypatch):
+    """No losses.png in this process's runs and their forks (a fresh interpreter's run still draws it): where
+    matplotlib is installed, drawing it is most of a run of 6 steps, so most random kills would land in the
+    drawing rather than in the saves of the model. (The plot's own rename is killed after, in turn, by
+    test_a_kill_right_after_any_rename_of_a_save_loses_nothing.)"""
+    monkeypatch.setattr(runs, "plot_losses", lambda folder, table: None)
+
+
+def test_kills_at_any_moment_lose_no_model(without_the_plot, home, start):
     kills = 8
     rng = np.random.default_rng(14)
     # from the moment training starts to past a whole run's end (run_seconds counts reading the corpus too)
@@ -377,7 +386,8 @@ def running(pid):
         return False
 
 
-def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_no_lock(tmp_path, start):
+def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_no_lock(without_the_plot, tmp_path,
+                                                                                          start):
     corpus, home = write_corpus(tmp_path / "corpus.csv"), tmp_path / "home"
     first = start("train.py", *train_args(corpus, home, seed=1, max_steps=10 ** 6, eval_interval=50, processes=2),
                   "--name", "held")

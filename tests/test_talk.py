@@ -17,6 +17,7 @@ from engineering import checkpoint
 import generate
 from engineering import prompting
 import talk
+
 BANNER_LINES = 2  # the line about the model and the hint
 DEFAULTS = "temperature 0.8, top_k 0 (off), top_p 0.9, up to 50 new tokens, seed 42, window 8 tokens"
 
