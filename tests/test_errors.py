@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from conftest import REPO, run_main
+from conftest import REPO, run_main, tiny_args
 from engineering import settings
 from engineering.errors import InputError, run_script
 import generate
@@ -21,8 +21,7 @@ import transformer
 
 
 def tiny_run(tmp_path):
-    return ["--max_rows", "40", "--num_merges", "10", "--max_steps", "3", "--eval_interval", "3",
-            "--corpus_path", REPO / "data" / "sample.csv", "--checkpoint", tmp_path / "ck"]
+    return tiny_args(tmp_path / "ck", REPO / "data" / "sample.csv", max_steps=3, eval_interval=3)
 
 
 def transposed_weight(x, W, b):
