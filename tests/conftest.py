@@ -1,7 +1,15 @@
-"""Shared fixtures: a tiny model small enough to check every entry of every gradient, and a tiny
-trained checkpoint for the tests of the scripts."""
+"""What the tests share: where the repository is, the one recipe of a tiny training run, the one way to
+run a script (in this process, or as a person starts it), a tiny model small enough to check every entry
+of every gradient, two tiny trained checkpoints, and the docs site in a real browser.
 
+Tests import the helpers by name (`from conftest import REPO, tiny_settings`): tests/ is on the path."""
+
+import contextlib
+import csv
+import importlib
+import io
 import os
+import subprocess
 import sys
 import time
 import types
@@ -10,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engineering import checkpoint
+import config
+from engineering import checkpoint, errors, prompting, settings
 import generate
-from engineering import prompting
 import gradcheck
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "docs"))
 import site_tools  # noqa: E402  docs/site_tools.py: build, serve and open the site, as docs/make_pdf.py does
 
 
@@ -32,6 +41,8 @@ def pytest_collection_modifyitems(items):
         return 0 if name in MATH_FIRST else 2 if name in DOCS_LAST else 1
     items.sort(key=lambda item: (part(item), MATH_FIRST.index(item.path.name) if part(item) == 0 else 0))
 
+
+# --- the tiny model of the gradient checks ------------------------------------------------------
 
 @pytest.fixture
 def tiny_cfg():
@@ -50,15 +61,44 @@ def tiny_batch():
     return gradcheck.tiny_model()[2:]
 
 
-def greedy_text(folder, prompt, max_new_tokens):
-    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
-    window the checkpoint was trained with, the prompt's last token taken back as the scripts do."""
-    model = checkpoint.load(folder)
-    prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
-    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
-                                model.meta["settings"]["seq_len"], generate.Sampling(0, 0, 1.0),
-                                np.random.default_rng(0), first_allowed=first_allowed)
-    return model.tokenizer.decode(prompt_ids) + model.tokenizer.decode(list(new_ids))
+# --- the one tiny training run -------------------------------------------------------------------
+
+# config.py's settings shrunk so that a whole run takes a second or less: every test that trains starts from these
+TINY = dict(emb_dim=8, num_heads=2, num_layers=1, ff_dim=16, context_len=8, seq_len=8, batch_size=8, epochs=2,
+            num_merges=20, max_rows=300, max_new_tokens=10, warmup_steps=5)
+WORDS = "the a cat dog bird sat ran flew on under over mat tree house red small big old new happy".split()
+
+
+def tiny_settings(home, corpus, **overrides):
+    """The settings of a tiny run on corpus into the home folder `home`, checked as the scripts check them."""
+    s = types.SimpleNamespace(**{**settings.defaults(config), "corpus_path": str(corpus), "checkpoint": str(home),
+                                 **TINY, **overrides})
+    settings.check(s, config.RECIPES)
+    return s
+
+
+def tiny_args(home, corpus, **overrides):
+    """The same tiny run as a command line: ["--corpus_path", corpus, "--checkpoint", home, "--emb_dim", "8", ...]."""
+    chosen = {"corpus_path": corpus, "checkpoint": home, **TINY, **overrides}
+    return [word for name, value in chosen.items() for word in (f"--{name}", str(value))]
+
+
+def write_corpus(path, rows=40, seed=0):
+    """A CSV of `rows` short sentences of random words (columns id, text): 40 rows are about 75 steps an epoch
+    of the tiny run."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        for i in range(rows):
+            writer.writerow([i, " ".join(rng.choice(WORDS, size=6)).capitalize() + "."])
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """tmp_path/corpus.csv, 40 rows of random words (write_corpus)."""
+    return write_corpus(tmp_path / "corpus.csv")
 
 
 def tiny_corpus_rows():
@@ -84,34 +124,106 @@ def tiny_play():
 
 
 def train_tiny(folder, corpus_name, text, **overrides):
-    """The run folder of a model trained for a second or two on text, saved as folder/corpus_name."""
-    import config
+    """The run folder of a tiny run on text, saved as folder/corpus_name, into the home folder/checkpoint."""
     import train
-    from engineering import settings
-
     corpus = folder / corpus_name
     corpus.write_text(text, encoding="utf-8")
-    overrides = {"corpus_path": str(corpus), "checkpoint": str(folder / "checkpoint"), "epochs": 3,
-                 "num_merges": 30, "context_len": 8, "seq_len": 8, "stride": 2, "emb_dim": 16, "num_heads": 2,
-                 "num_layers": 1, "ff_dim": 32, "warmup_steps": 10, "lr_max": 1e-2, **overrides}
-    s = types.SimpleNamespace(**{**settings.defaults(config), **overrides})
-    settings.check(s, config.RECIPES)
-    return train.train(s)
+    return train.train(tiny_settings(folder / "checkpoint", corpus, **overrides))
+
+
+# Wider than TINY and longer, so that the model learns its rows: greedy continuations end at a row's end
+LEARNS_ITS_ROWS = dict(emb_dim=16, ff_dim=32, batch_size=16, stride=2, epochs=3, num_merges=30, warmup_steps=10,
+                       lr_max=1e-2)
 
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     """The run folder of a model of a CSV's rows (tiny_corpus_rows), trained once per test run."""
     rows = "text\n" + "\n".join(tiny_corpus_rows()) + "\n"  # a header, then one row a line: no row has a comma
-    return train_tiny(tmp_path_factory.mktemp("tiny-model"), "corpus.csv", rows)
+    return train_tiny(tmp_path_factory.mktemp("tiny-model"), "corpus.csv", rows, **LEARNS_ITS_ROWS)
 
 
 @pytest.fixture(scope="session")
 def tiny_play_checkpoint(tmp_path_factory):
     """The run folder of a model of one running text, tiny_play, trained once per test run; its 16 tokens
     of context hold a whole speech, so it learns where speeches end."""
-    return train_tiny(tmp_path_factory.mktemp("tiny-play"), "play.txt", tiny_play(), context_len=16, seq_len=16,
-                      num_merges=60, stride=1, epochs=4)
+    return train_tiny(tmp_path_factory.mktemp("tiny-play"), "play.txt", tiny_play(),
+                      **{**LEARNS_ITS_ROWS, "context_len": 16, "seq_len": 16, "num_merges": 60, "stride": 1,
+                         "epochs": 4})
+
+
+def greedy_text(folder, prompt, max_new_tokens):
+    """The prompt and all max_new_tokens of its greedy continuation, from generate() itself, at the
+    window the checkpoint was trained with, the prompt's last token taken back as the scripts do."""
+    model = checkpoint.load(folder)
+    prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
+    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
+                                model.meta["settings"]["seq_len"], generate.Sampling(0, 0, 1.0),
+                                np.random.default_rng(0), first_allowed=first_allowed)
+    return model.tokenizer.decode(prompt_ids) + model.tokenizer.decode(list(new_ids))
+
+
+# --- running a script --------------------------------------------------------------------------------
+# In this process (run_main), as `python script.py args` runs it but for the interpreter's start: the
+# script's main(argv) inside errors.run_script, as its `if __name__ == "__main__":` calls it, with the
+# script's name as the program's, stdin from a string, stdout and stderr captured. As a person starts it
+# (run_script, started): a fresh interpreter, kept for what only a process shows (a real signal, a pipe
+# whose reader has gone, the exit status as the shell sees it); one test per script does that.
+
+def run_main(script, *args, stdin="", cwd=None):
+    """run_main("train.py", *args, stdin="", cwd=None) -> CompletedProcess(args, returncode, stdout, stderr).
+
+    A bug (any exception but a person's bad input and Ctrl-C) is raised here, with its traceback."""
+    argv = [str(arg) for arg in args]
+    main = importlib.import_module(script.removesuffix(".py")).main
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv, sys.stdin, os.getcwd()
+    sys.argv, sys.stdin = [script, *argv], io.StringIO(stdin)  # argparse names the program after argv[0]
+    try:
+        os.chdir(cwd or saved[2])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                errors.run_script(lambda: main(argv))
+                status = 0
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    finally:
+        sys.argv, sys.stdin = saved[:2]
+        os.chdir(saved[2])
+    return subprocess.CompletedProcess([script, *argv], status, out.getvalue(), err.getvalue())
+
+
+def run_script(script, *args, cwd=REPO, stdin="", env=None):
+    """`python script args` in a fresh interpreter, run from cwd, stdin from a string: CompletedProcess."""
+    return subprocess.run([sys.executable, str(REPO / script), *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, encoding="utf-8", timeout=120,
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})})
+
+
+def one_line_error(result):
+    """The one line a script said on stderr when it refused bad input (exit status 2, no traceback)."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@contextlib.contextmanager
+def started(script, *args, env=None):
+    """`python script args` started as a person starts it, its stdout and stderr piped (unbuffered); killed
+    at the end if it still runs."""
+    process = subprocess.Popen([sys.executable, str(REPO / script), *map(str, args)], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                               env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        process.stdout.close()
+        process.stderr.close()
 
 
 # The docs site in a real browser, for tests/test_site.py and tests/test_widgets.py. `site` builds

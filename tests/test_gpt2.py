@@ -10,13 +10,9 @@ and the token ids against transformers' GPT-2 tokenizers on the same vocabulary.
 import io
 import json
 import math
-import os
 import shutil
-import subprocess
-import sys
 import types
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +23,7 @@ regex = pytest.importorskip("regex", reason="the gpt2 extra is not installed: pi
 safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="the gpt2 extra is not installed: "
                                         "pip install -e \".[gpt2]\"")
 
+from conftest import run_main  # noqa: E402
 from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
 from tokenizer import END_OF_TEXT, PRE_SPLIT, ByteLevelBPE, byte_stand_ins, merge_pair  # noqa: E402
@@ -414,10 +411,9 @@ def test_flush_ends_a_stream_cut_inside_a_character(tokenizer):
 
 # --- the scripts on a GPT-2 folder, run as a person runs them ---------------------------------------
 # talk.py and generate.py read the folder itself (--checkpoint DIR); train.py --init_from DIR fine-tunes
-# it into a run of its own, which they then read by its name. Every script runs in a subprocess, from a
-# folder whose checkpoints/ is the home of the runs, as tests/test_talk.py runs them.
+# it into a run of its own, which they then read by its name. Every script's main() runs in this process
+# (conftest's run_main), from a folder whose checkpoints/ is the home of the runs, as tests/test_talk.py runs them.
 
-REPO = Path(__file__).resolve().parent.parent
 HINT = "Type some text to have it continued, up to the end of its paragraph; /help lists the commands; " \
        "Ctrl-D or /quit leaves."
 ACCENTED = "naïve café 🤖 Ærø, "  # 🤖, ï and Æ are each cut across two tokens of this vocabulary
@@ -431,14 +427,6 @@ def gpt2_folder(tmp_path_factory, vocab_and_merges):
     sizes = {**SMALL, "vocab_size": len(vocab)}
     return write_folder(tmp_path_factory.mktemp("scripts") / "tiny-gpt2", sizes, vocab, merges,
                         gpt2_tensors(sizes, np.random.default_rng(0)), "hub")
-
-
-def run_script(script, *args, cwd=REPO, text=""):
-    """python script args, run from cwd (whose checkpoints/ is the home of runs), its input piped."""
-    result = subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, input=text, capture_output=True,
-                            encoding="utf-8", timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
 
 
 def drawn(folder, prompt, max_new_tokens, sampling, seed):
@@ -459,7 +447,7 @@ def greedy_paragraph(folder, prompt, max_new_tokens):
 
 
 def test_talk_reads_a_gpt2_folder_and_continues_a_prompt(gpt2_folder):
-    result = run_script("talk.py", "--checkpoint", str(gpt2_folder), text="/temp 0\nHello world\n/quit\nnot read\n")
+    result = run_main("talk.py", "--checkpoint", str(gpt2_folder), stdin="/temp 0\nHello world\n/quit\nnot read\n")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     params, cfg, _ = gpt2.load(gpt2_folder)
     n_params = sum(p.size for p in params.values())
@@ -472,20 +460,11 @@ def test_talk_reads_a_gpt2_folder_and_continues_a_prompt(gpt2_folder):
     assert reply == reply_text + "\n" and len(reply_text) > len("Hello world")  # then /quit: "not read" is not
 
 
-def test_generate_on_a_gpt2_folder_repeats_for_a_seed(gpt2_folder):
-    args = ["--checkpoint", str(gpt2_folder), "--temperature", "1.0", "--top_p", "1", "--full"]
-    first, again = (run_script("generate.py", "Hello world", *args, "--seed", "1") for _ in range(2))
-    other = run_script("generate.py", "Hello world", *args, "--seed", "2")
-    assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("Hello world") and len(first.stdout) > len("Hello world\n")
-    assert again.stdout == first.stdout != other.stdout
-
-
 def test_generate_prints_whole_characters_as_decoding_all_the_ids_gives_them(gpt2_folder):
     # what is printed a token at a time is the text of all the ids at once: a character cut across two tokens
     # comes out whole, and U+FFFD only where the model drew bytes that are no character, as decode has it
     args = ["--checkpoint", str(gpt2_folder), "--temperature", "1.0", "--top_p", "1", "--max_new_tokens", "40"]
-    result = run_script("generate.py", ACCENTED, *args, "--seed", "1", "--full")
+    result = run_main("generate.py", ACCENTED, *args, "--seed", "1", "--full")
     assert result.returncode == 0, result.stderr
     tokenizer = checkpoint.load(gpt2_folder).tokenizer
     prompt_ids, new_ids = drawn(gpt2_folder, ACCENTED, 40, Sampling(1.0, 0, 1.0), 1)
@@ -505,7 +484,7 @@ def test_generate_prints_whole_characters_as_decoding_all_the_ids_gives_them(gpt
 def test_a_prompt_that_ends_in_a_character_cut_across_tokens_is_printed_whole(gpt2_folder, prompt):
     tokenizer = checkpoint.load(gpt2_folder).tokenizer
     assert "\ufffd" in tokenizer.decode(tokenizer.encode(prompt)[:-1])  # its last token holds part of a character
-    result = run_script("generate.py", prompt, "--checkpoint", str(gpt2_folder), "--temperature", "0", "--full",
+    result = run_main("generate.py", prompt, "--checkpoint", str(gpt2_folder), "--temperature", "0", "--full",
                         "--max_new_tokens", "5")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(prompt), result.stdout
@@ -517,7 +496,7 @@ def fine_tuned(gpt2_folder, tmp_path_factory):
     "ft" in the folder's checkpoints/, at a learning rate so small that the weights stay GPT-2's."""
     where = tmp_path_factory.mktemp("fine-tune")
     (where / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
-    result = run_script("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--name", "ft",
+    result = run_main("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--name", "ft",
                         "--max_steps", "4", "--eval_interval", "2", "--seq_len", "8", "--lr_max", "1e-9",
                         "--lr_min", "0", cwd=where)
     return where, result
@@ -546,14 +525,14 @@ def test_fine_tuning_starts_from_the_gpt2_weights_and_saves_its_tokenizer(fine_t
 
 def test_talk_reads_the_fine_tuned_run_by_its_name(fine_tuned):
     where, _ = fine_tuned
-    named = run_script("talk.py", "--checkpoint", "ft", cwd=where, text="/settings\n/temp 0\nHello world\n")
+    named = run_main("talk.py", "--checkpoint", "ft", cwd=where, stdin="/settings\n/temp 0\nHello world\n")
     assert named.returncode == 0, named.stderr
     lines = named.stdout.splitlines()
     assert lines[0].startswith("model ft: ") and "trained" in lines[0] and lines[1] == HINT
     assert lines[2].endswith("window 24 tokens")  # started from GPT-2: its whole context, not the seq_len 8 trained
     reply = named.stdout.split("\n", 4)[4]
     assert reply == greedy_paragraph(where / "checkpoints" / "runs" / "ft", "Hello world", 50) + "\n"
-    latest = run_script("talk.py", cwd=where, text="/settings\n/temp 0\nHello world\n")
+    latest = run_main("talk.py", cwd=where, stdin="/settings\n/temp 0\nHello world\n")
     assert latest.stdout == named.stdout  # the latest finished run, without a name
 
 
@@ -569,7 +548,7 @@ def nothing_written(where):
 ])
 def test_a_setting_the_gpt2_cannot_take_is_one_line_and_writes_nothing(gpt2_folder, tmp_path, setting, said):
     (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
-    result = run_script("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--max_steps", "4",
+    result = run_main("train.py", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt", "--max_steps", "4",
                         *setting, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {said}{gpt2_folder}/"), result.stderr
@@ -581,7 +560,7 @@ def test_init_from_a_folder_missing_a_file_is_one_line(gpt2_folder, tmp_path):
     shutil.copytree(gpt2_folder, folder)
     (folder / "merges.txt").unlink()
     (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
-    result = run_script("train.py", "--init_from", str(folder), "--corpus_path", "my.txt", cwd=tmp_path)
+    result = run_main("train.py", "--init_from", str(folder), "--corpus_path", "my.txt", cwd=tmp_path)
     assert result.returncode == 2 and nothing_written(tmp_path)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {folder / 'merges.txt'} is missing")
 

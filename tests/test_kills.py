@@ -32,26 +32,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engineering import checkpoint
+from conftest import REPO, tiny_args, tiny_settings, write_corpus
+from engineering import checkpoint, runs
 import train
-from test_train import tiny_settings, write_corpus
 
 with contextlib.suppress(ImportError):  # the losses plot, imported once here rather than in every forked run
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
 
-REPO = Path(__file__).resolve().parent.parent
-# eval_interval 1 with max_steps: a run validates at every step, and saves each one that improves,
-# so a run is mostly saves, and most kills land in or near one.
-TINY = dict(emb_dim=8, num_heads=2, num_layers=1, ff_dim=16, context_len=8, seq_len=8, batch_size=8, num_merges=20,
-            max_steps=6, eval_interval=1, max_new_tokens=5, warmup_steps=5)
+# the tiny run (conftest.TINY), 6 steps long; eval_interval 1 with max_steps: a run validates at every step, and
+# saves each one that improves, so a run is mostly saves, and most kills land in or near one.
+SAVING = dict(max_steps=6, eval_interval=1, max_new_tokens=5)
 SAVE = ["model.npz", "model.tok.json", "model.json", "resume.npz", "resume.json", "losses.csv"]  # a best step's renames
 
 
 def train_args(corpus, home, **overrides):
-    return ["--corpus_path", corpus, "--checkpoint", home,
-            *[str(word) for name, value in {**TINY, **overrides}.items() for word in (f"--{name}", value)]]
+    return tiny_args(home, corpus, **{**SAVING, **overrides})
 
 
 # --- scripts in child processes ---------------------------------------------------------------
@@ -279,7 +276,7 @@ def home(tmp_path):
     corpus = write_corpus(tmp_path / "corpus.csv")
     folder = tmp_path / "home"
     started = time.perf_counter()
-    first = train.train(tiny_settings(folder, corpus, seed=1, **TINY))
+    first = train.train(tiny_settings(folder, corpus, seed=1, **SAVING))
     return Home(folder, first.name, corpus, time.perf_counter() - started)
 
 
@@ -319,8 +316,17 @@ def landed(status, folder):
 
 # --- the tests --------------------------------------------------------------------------------
 
-def test_kills_at_any_moment_lose_no_model(home, start):
-    kills = 16
+@pytest.fixture
+def without_the_plot(monkeypatch):
+    """No losses.png in this process's runs and their forks (a fresh interpreter's run still draws it): where
+    matplotlib is installed, drawing it is most of a run of 6 steps, so most random kills would land in the
+    drawing rather than in the saves of the model. (The plot's own rename is killed after, in turn, by
+    test_a_kill_right_after_any_rename_of_a_save_loses_nothing.)"""
+    monkeypatch.setattr(runs, "plot_losses", lambda folder, table: None)
+
+
+def test_kills_at_any_moment_lose_no_model(without_the_plot, home, start):
+    kills = 8
     rng = np.random.default_rng(14)
     # from the moment training starts to past a whole run's end (run_seconds counts reading the corpus too)
     moments = rng.permutation(np.linspace(0, 0.95, kills) + rng.uniform(0, 0.05, kills)) * home.run_seconds
@@ -342,7 +348,7 @@ def test_kills_at_any_moment_lose_no_model(home, start):
           f"--resume: {dict(resumes)}")
 
 
-def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home, start):
+def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home, start, monkeypatch):
     """A kill at each change a save makes on disk, in turn: the k-th run is killed right after its k-th
     rename, through the saves of its first two steps, the second over the first's model."""
     per_step = SAVE + (["losses.png"] if "matplotlib" in sys.modules else [])
@@ -356,7 +362,9 @@ def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home, start):
         home.wrote(name)
         home.check(start, name, f"the kill right after rename {k} ({renamed[-1]})")
         if k % 4 == 0:
-            resumes[check_resume(start, home)] += 1
+            with monkeypatch.context() as patched:  # a resumed run's drawings are not what this test kills
+                patched.setattr(runs, "plot_losses", lambda folder, table: None)
+                resumes[check_resume(start, home)] += 1
     # each step is a best, saved with model.json after the files it names, and resume.json after resume.npz
     assert renamed == per_step * 2, renamed
     print(f"\nkilled right after each of the first {len(renamed)} renames; --resume: {dict(resumes)}")
@@ -380,7 +388,8 @@ def running(pid):
         return False
 
 
-def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_no_lock(tmp_path, start):
+def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_no_lock(without_the_plot, tmp_path,
+                                                                                          start):
     corpus, home = write_corpus(tmp_path / "corpus.csv"), tmp_path / "home"
     first = start("train.py", *train_args(corpus, home, seed=1, max_steps=10 ** 6, eval_interval=50, processes=2),
                   "--name", "held")

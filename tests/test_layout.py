@@ -2,9 +2,9 @@
 
 import ast
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import REPO
+
 LEARNERS_FILES = {"transformer", "tokenizer", "train", "generate", "talk", "config", "gradcheck", "lab"}
 SCRIPTS = {"train", "talk", "lab"}  # only run, never imported (generate.py and gradcheck.py are imported, and run too)
 PACKAGE = "engineering"

@@ -5,12 +5,12 @@ import signal
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
+from conftest import REPO
 from engineering import parallel
 from transformer import ModelConfig, flat_buffer, init_params, loss_and_grads
 
@@ -218,7 +218,7 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
     script = tmp_path / "no_guard.py"
     script.write_text(
         "import numpy as np\n"
-        "import parallel\n"
+        "from engineering import parallel\n"
         "from transformer import ModelConfig, init_params\n"
         "print('the script ran', flush=True)\n"
         "cfg = ModelConfig(7, 8, 4, 2, 1, 8, 1e-5)\n"
@@ -227,7 +227,8 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
         "with parallel.DataParallel(2) as workers:\n"
         "    loss, _ = workers.loss_and_grads(params, ids, ids, cfg)\n"
         "print(f'loss {loss:.6f}')\n", encoding="utf-8")
+    # a script of the person's own, run as they run it: the workers start in processes of their own
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(Path(parallel.__file__).parent)})
+                            env={**os.environ, "PYTHONPATH": str(REPO)})  # this tree's modules, not an installed one
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("the script ran") == 1 and "loss " in result.stdout

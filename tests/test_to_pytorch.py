@@ -1,18 +1,18 @@
 """examples/to_pytorch.py: a saved checkpoint, loaded into its PyTorch module, gives our logits."""
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch to run this test")
 
+from conftest import REPO  # noqa: E402
 from engineering.checkpoint import save_model  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 from transformer import ModelConfig, forward, init_params, param_shapes  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "to_pytorch.py"
+EXAMPLE = REPO / "examples" / "to_pytorch.py"
 ATOL = {np.float32: 1e-4, np.float64: 1e-10}
 
 

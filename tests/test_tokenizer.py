@@ -1,13 +1,12 @@
 """Tests of tokenizer.py: hand-checked cases, and the fast training compared with a slow one."""
 import json
-import os
-from pathlib import Path
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import REPO
 from engineering import tokenizer_files
 from engineering.tokenizer_files import RETRAIN
 from tokenizer import BPETokenizer, encode_plain, merge_pair, split_pieces, train_plain
@@ -30,7 +29,6 @@ def sample_rows(num_rows, seed):
     return [" ".join(rng.choices(words, k=rng.randint(3, 8))) + "." for _ in range(num_rows)]
 
 
-REPO = Path(__file__).resolve().parent.parent
 SAMPLE = BPETokenizer.train(sample_rows(50, seed=1), num_merges=40)
 
 
