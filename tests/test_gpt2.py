@@ -670,23 +670,29 @@ def test_ids_match_a_vocabulary_trained_by_tokenizers(tmp_path):
         assert ours.encode(text) == trainer.encode(text).ids, repr(text)
 
 
-# --- what a newcomer met (issue 32): the README's fine-tune command, /models on a GPT-2 folder ----------------
+# --- what a newcomer met (issue 32): the README's fine-tune command, a folder's missing file, /models --------
 
 def test_the_readmes_fine_tune_command_takes_the_gpt2s_own_context(gpt2_folder, tmp_path):
     (tmp_path / "my.txt").write_text(TRAINING_TEXT, encoding="utf-8")
-    result = run_script("train.py", "--recipe", "gpt2", "--init_from", str(gpt2_folder), "--corpus_path", "my.txt",
-                        "--name", "mine", "--max_steps", "2", "--eval_interval", "2", cwd=tmp_path)
+    result = run_main("train.py", "--recipe", "gpt2", "--init_from", gpt2_folder, "--corpus_path", "my.txt",
+                      "--name", "mine", "--max_steps", "2", "--eval_interval", "2", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     recipe = result.stdout.splitlines()[0]  # n_positions is 24: the recipe's seq_len 128 yields to it
     assert recipe.startswith("recipe gpt2: seq_len 24 (the model's), batch_size 4, max_steps 2 (typed), "), recipe
     assert checkpoint.load(tmp_path / "checkpoints" / "runs" / "mine").meta["settings"]["context_len"] == 24
 
 
-def test_models_in_a_conversation_with_a_gpt2_folder_lists_config_pys_runs(gpt2_folder, tmp_path, monkeypatch,
-                                                                         capsys):
-    import talk
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("/models\n"))
-    talk.main(["--checkpoint", str(gpt2_folder)])
-    assert capsys.readouterr().err == ("there are no runs in checkpoints/runs/ yet: train one with `python train.py`, "
-                                       "named with --name NAME if you like\n")
+def test_a_gpt2_folder_without_config_json_is_told_so_where_talk_reads_it(gpt2_folder, tmp_path):
+    folder = tmp_path / "gpt2"
+    shutil.copytree(gpt2_folder, folder)
+    (folder / "config.json").unlink()
+    result = run_main("talk.py", "--checkpoint", folder)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {folder}/config.json is missing: a GPT-2 folder holds config.json, ")
+
+
+def test_models_in_a_conversation_with_a_gpt2_folder_lists_config_pys_runs(gpt2_folder, tmp_path):
+    result = run_main("talk.py", "--checkpoint", gpt2_folder, stdin="/models\n", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == ("there are no runs in checkpoints/runs/ yet: train one with `python train.py`, "
+                             "named with --name NAME if you like\n")

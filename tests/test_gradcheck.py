@@ -252,3 +252,8 @@ def test_pytest_runs_the_math_first_and_the_docs_last():
     assert order.index("tests/test_docs.py") > order.index("tests/test_train.py")
     assert all(name.rsplit("/", 1)[-1] in ("test_docs.py", "test_figures.py", "test_widgets.py", "test_site.py")
                for name in order[order.index("tests/test_docs.py"):]), order
+
+
+def test_an_unknown_option_is_named_as_an_option(capsys):
+    assert gradcheck.main(["--bogus"]) == 2
+    assert capsys.readouterr().err.startswith("gradcheck.py: no option --bogus;")

@@ -61,3 +61,9 @@ def test_the_layout_table_lists_the_tree():
     top -= {"README.md", "pyproject.toml", "mkdocs.yml"}
     assert top <= listed, f"not in README's Layout table: {sorted(top - listed)}"
     assert listed <= top | {"checkpoints/"}, f"in README's Layout table but not in the tree: {sorted(listed - top)}"
+
+
+def test_it_says_what_ctrl_c_does_in_each_script():
+    paragraph = README[README.index("What Ctrl-C does"):].split("\n\n")[0]
+    for script in ("train.py", "generate.py", "talk.py"):
+        assert f"In `{script}`" in paragraph, script

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -439,3 +440,25 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
     assert flushed_before_second[0].endswith("\n" + shown + model.tokenizer.decode(sat[:1]))  # streamed
     assert stdout.getvalue().splitlines()[BANNER_LINES:] == [
         shown + model.tokenizer.decode(sat[:2]), "(interrupted; /quit or Ctrl-D leaves)", DEFAULTS]
+
+
+# --- what a newcomer met (issue 32): /seed and /models whatever the model ------------------------------
+
+def test_the_seed_command_refuses_a_bad_seed_and_changes_nothing(capsys):
+    session = types.SimpleNamespace(seed=5, rng=None)
+    assert talk.run_command(session, "/seed -3")
+    assert session.seed == 5 and "seed must be a whole number from 0" in capsys.readouterr().err
+
+
+def test_models_is_one_line_where_the_home_holds_no_runs(tmp_path, capsys):
+    session = types.SimpleNamespace(home=tmp_path)  # a GPT-2 folder's, or a run's moved out of checkpoints/
+    assert talk.run_command(session, "/models")  # the conversation goes on
+    assert capsys.readouterr().err == (f"there are no runs in {tmp_path}/runs/ yet: train one with `python train.py`, "
+                                       f"named with --name NAME if you like\n")
+
+
+def test_models_lists_config_pys_runs_for_a_run_moved_out_of_them(tiny_checkpoint, tmp_path):
+    shutil.copytree(tiny_checkpoint, tmp_path / "checkpoints" / "runs" / "kept")
+    shutil.copytree(tiny_checkpoint, tmp_path / "moved")
+    result = run_main("talk.py", "--checkpoint", tmp_path / "moved", stdin="/models\n", cwd=tmp_path)
+    assert result.stderr == "" and "runs in checkpoints/runs/" in result.stdout and " kept " in result.stdout

@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import signal
+import sys
+import types
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,11 +19,12 @@ import pytest
 
 import config
 from conftest import WORDS, one_line_error, run_main, run_script, started, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint, runs, settings
+from engineering import checkpoint, corpus, gpt2, runs, settings
+from engineering.errors import InputError
 from engineering.settings import SettingsParser
 import train
 from engineering.corpus import read_corpus, read_rows, read_text, split_rows, split_text
-from transformer import forward
+from transformer import ModelConfig, forward
 
 
 def run_folder(home):
@@ -143,6 +146,23 @@ def test_a_text_in_another_encoding_is_named_with_the_fix(tmp_path, encoding, sa
                                          rf"UTF-8, in an editor or with iconv -f \S+ -t UTF-8 notes.txt > "
                                          rf"notes-utf8.txt"):
         read_text(path)
+
+
+@pytest.mark.parametrize("data, said", [
+    (b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 8, "is an executable (ELF), not text"),
+    (b"PK\x03\x04" + bytes(100), "is a zip archive"),
+    (bytes([0, 1, 0, 2, 0, 3, 0, 255]) * 400, "holds NUL bytes, so it is binary data, not text"),  # not UTF-16: 0s and 1s
+])
+def test_a_file_that_is_not_text_is_called_what_it_is(tmp_path, data, said):
+    path = tmp_path / "my.txt"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_text(path)
+
+
+def test_an_executable_is_not_called_utf16():
+    data = Path(sys.executable).resolve().read_bytes()[:20_000]  # the issue's case: the start of a program
+    assert "UTF-16" not in str(corpus.not_utf8(Path("python.bin"), data))
 
 
 def test_a_small_csv_is_told_in_words_that_read_right(tmp_path):
@@ -470,6 +490,21 @@ def test_the_time_to_go_follows_the_recent_speed():
     assert runs.duration((1000 - 200) / rate) == "6 min 40 s"
 
 
+def test_the_time_to_go_is_at_most_while_patience_may_stop_the_run(monkeypatch, capsys):
+    monkeypatch.setattr(runs, "LOG_SECONDS", 0)
+    for may_stop_early, shown in ((True, "  at most "), (False, "  0 min ")):
+        runs.Progress(100, 0, 256, may_stop_early).update(10, 2.5, 1e-3)
+        assert shown in capsys.readouterr().err
+
+
+def test_what_is_said_after_the_progress_line_starts_a_line_of_its_own(capsys):
+    progress = runs.Progress(100, 0, 256)
+    progress.terminal, progress.drawn = True, True  # a progress line is drawn on a terminal
+    with pytest.raises(KeyboardInterrupt), progress:  # a second Ctrl-C leaves the loop at once
+        raise KeyboardInterrupt
+    assert capsys.readouterr().err == "\r\033[K"
+
+
 @pytest.mark.parametrize("seconds, said", [(239.6, "4 min 00 s"), (59.5, "1 min 00 s"), (59.4, "0 min 59 s"),
                                            (3725, "62 min 05 s"), (0.2, "0 min 00 s")])
 def test_duration_never_says_60_s(seconds, said):
@@ -524,7 +559,7 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--corpus_path", str(tmp_path / "empty.txt")], "holds no text"),
         (["--corpus_path", str(tmp_path / "blank.txt")], "holds no text (only whitespace)"),
         (["--corpus_path", str(tmp_path / "latin1.txt")], "in another encoding (Latin-1, Windows-1252?), not UTF-8"),
-        (["--corpus_path", str(tmp_path / "binary.txt")], "binary data, not text"),
+        (["--corpus_path", str(tmp_path / "binary.txt")], "is a PNG image, not text"),
         (["--corpus_path", str(tmp_path / "short.txt")], "fewer than one window"),
         (["--recipe", "novel"], "there is no recipe 'novel'; the recipes are: book"),
         (["--max_steps", "-1"], "max_steps must be 0 or more"),
@@ -602,7 +637,119 @@ def test_ctrl_c_saves_a_resumable_state_and_exits_130(tmp_path, corpus):
     step, best = (int(said[group].replace(",", "")) for group in (1, 3))
     assert checkpoint.read_record(home / "runs" / said[2] / "resume.json")["step"] == step >= best >= 20
     assert checkpoint.load(home / "runs" / said[2]).meta["steps"] == best
-    for given, run in ((["--epochs", "3"], run_script), (["--epochs=3"], run_main)):  # once as a person runs it
+    for given, run in ((["--lr_max", "0.5"], run_script), (["--lr_max=0.5"], run_main)):  # once as a person runs it
         refused = run("train.py", "--resume", "--checkpoint", home, *given)
-        assert refused.returncode == 2 and "drop --epochs" in refused.stderr
+        assert refused.returncode == 2 and "drop --lr_max" in refused.stderr
         assert one_line_error(refused).startswith("error: --resume continues with the settings of the interrupted run")
+
+
+# --- what a newcomer met (issue 32): a seed, a recipe, runs removed, finished or extended --------------
+
+@pytest.mark.parametrize("script, extra", [("train.py", ["--corpus_path", "no-such-corpus.csv"]),
+                                           ("generate.py", ["a prompt"]), ("talk.py", [])])
+@pytest.mark.parametrize("seed", ["-3", str(2 ** 64)])
+def test_a_bad_seed_is_one_line_before_any_work_in_every_script(script, extra, seed, tmp_path):
+    result = run_main(script, "--seed", seed, "--checkpoint", tmp_path / "nothing-here", *extra, cwd=tmp_path)
+    assert one_line_error(result) == f"error: seed must be a whole number from 0 to {2 ** 64 - 1}, got {seed}"
+
+
+def settings_of(**changes):
+    return types.SimpleNamespace(**{**settings.defaults(config), **changes})
+
+
+SMALL_GPT2 = ModelConfig(vocab_size=300, context_len=24, emb_dim=16, num_heads=4, num_layers=2, ff_dim=64,
+                         ln_eps=1e-5)
+
+
+def test_a_recipe_that_needs_init_from_says_so_in_one_line():
+    with pytest.raises(settings.SettingError, match="--recipe gpt2 fine-tunes a GPT-2: give its folder with --init_"):
+        settings.check(settings_of(recipe="gpt2"), config.RECIPES)
+
+
+def test_a_gpt2s_own_shape_wins_over_config_and_the_recipe_and_a_recipes_seq_len_yields():
+    s = settings_of(recipe="gpt2", init_from="gpt2", **config.RECIPES["gpt2"])  # seq_len 128, from the recipe
+    gpt2.adopt_shape(s, SMALL_GPT2, "gpt2", given=set())
+    assert (s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.seq_len) == (24, 16, 4, 2, 64, 24)
+
+
+@pytest.mark.parametrize("typed, refused", [({"context_len": 64}, "--context_len 64 disagrees with the GPT-2"),
+                                            ({"seq_len": 128}, "--seq_len 128 is longer than the GPT-2")])
+def test_a_shape_the_person_typed_against_the_gpt2_is_refused(typed, refused):
+    with pytest.raises(InputError, match=refused):
+        gpt2.adopt_shape(settings_of(init_from="gpt2", **typed), SMALL_GPT2, "gpt2", given=set(typed))
+
+
+def test_the_recipe_line_shows_what_is_in_force():
+    s = settings_of(**{**config.RECIPES["book"], "recipe": "book", "num_merges": 200})
+    line = train.recipe_line(s, given={"num_merges"})
+    assert line.startswith("recipe book: num_layers 1, emb_dim 128,") and "num_merges 200 (typed)" in line
+    assert "num_merges 500" not in line
+
+
+@pytest.fixture
+def home(tmp_path, tiny_checkpoint):
+    """A home folder with a finished run (done), one killed before its first save (empty), and one killed between
+    its model's save and its resume state's (model-only)."""
+    runs_folder = tmp_path / "checkpoints" / "runs"
+    shutil.copytree(tiny_checkpoint, runs_folder / "done")
+    (runs_folder / "empty").mkdir()
+    shutil.copytree(tiny_checkpoint, runs_folder / "model-only")
+    for name in ("resume.npz", "resume.json"):
+        (runs_folder / "model-only" / name).unlink()
+    return tmp_path / "checkpoints"
+
+
+def test_a_run_with_no_model_yet_is_listed_so_with_how_to_free_its_name(home):
+    table = runs.runs_table(home)
+    assert "no model yet" in next(line for line in table.splitlines() if " empty " in line)
+    assert (f"empty has no model yet: if no training is writing to it, python train.py --remove empty --checkpoint "
+            f"{home} frees its name") in table
+    assert table.splitlines()[-1] == (f"python train.py --remove NAME --checkpoint {home} removes a run, its folder "
+                                      f"and every file in it")
+    with pytest.raises(InputError, match=f"remove that run first: python train.py --remove empty --checkpoint {home}"):
+        runs.check_run_name(home, "empty")  # its name, taken, says how to free it
+
+
+def test_remove_asks_or_takes_yes_and_removes_only_a_run_by_its_name(home):
+    refused = run_main("train.py", "--remove", "done", "--checkpoint", home)  # stdin is no terminal: it cannot ask
+    assert "add --yes to remove it without being asked" in one_line_error(refused)
+    for bad in ("../done", "/tmp", ".."):
+        assert "--remove takes a run's name" in one_line_error(run_main("train.py", "--remove", bad, "--checkpoint",
+                                                                        home))
+    assert (home / "runs" / "done" / "model.npz").exists()
+    removed = run_main("train.py", "--remove", "empty", "--yes", "--checkpoint", home)
+    assert removed.stdout.startswith(f"removed the run empty in {home}/runs/ (no model yet, 0 steps; 0 files")
+    assert not (home / "runs" / "empty").exists()
+
+
+def test_remove_refuses_a_run_a_training_writes_to(home):
+    with runs.locked(home / "runs" / "done"), pytest.raises(InputError, match="another training is writing to"):
+        runs.remove(home, "done", confirmed=True)
+    assert (home / "runs" / "done").exists()
+
+
+def test_a_run_without_its_resume_state_is_said_to_have_a_whole_model(home):
+    with pytest.raises(InputError) as refused:
+        runs.run_to_resume(home, "model-only")
+    assert "saved its model but no state to resume from" in str(refused.value)
+    assert f"its model is whole: python talk.py --checkpoint {home}/runs/model-only" in str(refused.value)
+    assert checkpoint.load(home / "runs" / "model-only").meta["steps"] > 0  # and it is
+
+
+def test_a_finished_run_is_extended_by_more_steps(tmp_path, corpus):
+    s = tiny_settings(tmp_path / "ck", corpus, max_steps=20, eval_interval=10, patience=0)
+    folder = train.train(s, name="short")
+    base = ["--checkpoint", tmp_path / "ck", "--resume", "short"]
+    assert "To train it further, give it more steps" in one_line_error(run_main("train.py", *base))
+    extended = run_main("train.py", *base, "--max_steps", "30")
+    assert extended.returncode == 0, extended.stderr
+    assert "resuming the run short at step 20 of 30 (it was to take 20: the learning rate follows the cosine of the " \
+           "new length)" in extended.stdout
+    progress = checkpoint.read_progress(folder)
+    assert (progress["step"], progress["total_steps"], progress["done"]) == (30, 30, True)
+
+
+def test_a_run_without_matplotlib_says_once_how_to_get_losses_png(tmp_path, corpus, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails, as where it is not installed
+    folder = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=30, eval_interval=10))
+    assert capsys.readouterr().out.count(runs.NO_PLOT) == 1 and not (folder / "losses.png").exists()
