@@ -91,6 +91,7 @@ def loop(run, params, opt, cfg, tokenizer, data, s):
             run.step += 1
             lr = lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min, s.warmup_steps)
             opt.step(params, grads, lr)
+            del grads  # so that the next step's backward, not this spent buffer, has its memory
             run.step_losses.append(loss)
             progress.update(run.step, loss, lr)
             if run.step == run.total_steps or run.step % (s.eval_interval if s.max_steps else steps_per_epoch) == 0:
@@ -148,12 +149,21 @@ def decay_group(params):
     return [tensor for tensor in params.values() if tensor.ndim == 2]
 
 
+# Adam's update runs over the flat buffers CHUNK numbers at a time, so that each line's temporaries
+# are the size of a chunk (128 KiB in float32) and stay in the CPU's cache. Over the whole buffer at
+# once, each would be a new array of the model's size (650 MB at GPT-2 124M, several alive at once),
+# written to memory and read back. Measured at GPT-2 124M, 2 cores: 0.42 s an update against 1.35 s,
+# and 3.1 GB less memory at its peak. The default model is a few chunks. (2**14 to 2**15 were best;
+# 2**16 and 2**18, over half of the 1 MiB of cache a core has, took 0.8 to 1.3 s.)
+CHUNK = 2 ** 15
+
+
 class Adam:
     """Adam with decoupled weight decay (AdamW), over one flat vector of parameters.
 
     m = beta1 m + (1 - beta1) g             running mean of the gradient
     v = beta2 v + (1 - beta2) g^2           running mean of its square
-    p = p - lr * weight_decay * p           on matrices only (both embedding tables included),
+    p = p (1 - lr * weight_decay)           on matrices only (both embedding tables included),
                                             whatever the gradient: this is what "decoupled" means
     p = p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
     """
@@ -167,17 +177,20 @@ class Adam:
 
     def step(self, params, grads, lr):
         """One update of params, in place, from grads at learning rate lr."""
-        p, g = flat_buffer(params), flat_buffer(grads)
         self.t += 1
-        self.m *= self.beta1  # m and v are updated where they are: at GPT-2's size each copy is 650 MB
-        self.m += (1.0 - self.beta1) * g
-        self.v *= self.beta2
-        self.v += (1.0 - self.beta2) * g * g
-        for matrix in decay_group(params):  # views of p
-            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
-        m_hat = self.m / (1.0 - self.beta1 ** self.t)  # the bias corrections: m and v start at 0
-        v_hat = self.v / (1.0 - self.beta2 ** self.t)
-        p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
+        for matrix in decay_group(params):  # views of the parameters' buffer
+            matrix *= 1.0 - lr * self.weight_decay  # decoupled: on matrices only, whatever the gradient
+        bias1, bias2 = 1.0 - self.beta1 ** self.t, 1.0 - self.beta2 ** self.t  # m and v start at 0
+        all_p, all_g = flat_buffer(params), flat_buffer(grads)
+        for start in range(0, all_p.size, CHUNK):
+            # views: each line below changes the parameters, m and v in place
+            p, g, m, v = (flat[start: start + CHUNK] for flat in (all_p, all_g, self.m, self.v))
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g
+            v *= self.beta2
+            v += (1.0 - self.beta2) * g * g
+            m_hat, v_hat = m / bias1, v / bias2
+            p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
     def state(self):
         """What a resumed run needs: the two moments and the step count."""

@@ -104,6 +104,20 @@ def zeros_like(tensors):
     return views_into(flat, {name: t.shape for name, t in tensors.items()})
 
 
+def write_grads(grads, named, prefix=""):
+    """Write each gradient of named, {name: array}, into its view in grads (zeros_like), under prefix + name.
+
+    One of another shape than its tensor, from a backward gone wrong, takes the view's place in the dict
+    instead: gradcheck then names both shapes, and flat_buffer, which clipping and AdamW call, refuses it.
+    Example: write_grads(grads, {"Wq": dWq}, prefix="block0.") -> grads["block0.Wq"][...] = dWq
+    """
+    for name, grad in named.items():
+        if np.shape(grad) == grads[prefix + name].shape:
+            grads[prefix + name][...] = grad  # [...]: into the view, so into the buffer
+        else:
+            grads[prefix + name] = grad
+
+
 def xavier_uniform(n_in, n_out, rng):
     """An (n_in, n_out) matrix drawn from U(-a, a), a = sqrt(6 / (n_in + n_out)), in float64."""
     a = math.sqrt(6.0 / (n_in + n_out))
@@ -418,7 +432,7 @@ def forward_cached(params, ids, cfg, past=None):  # (T,) ints -> logits of the l
 def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets -> loss, grads
     """The mean cross-entropy over every position, and its gradient for every parameter.
 
-    grads has the keys, order, shapes and dtype of params, packed in one buffer.
+    grads has the keys, order, shapes and dtype of params, packed in one buffer (zeros_like).
     """
     ids, targets = np.asarray(ids), np.asarray(targets)
     if targets.shape != ids.shape:
@@ -428,14 +442,18 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
     loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), targets.reshape(-1))
     del logits  # (B, T, V), as large as the backward's own arrays: let them reuse its memory
 
-    # the gradients are gathered by name, then packed into one buffer in the canonical order
-    grads = {}
+    # each gradient is written into its place in one buffer, laid out as params, as soon as it is
+    # computed: gathered by name and packed at the end, they would be two copies of the model at once
+    # (650 MB each at GPT-2 124M). The buffer starts at 0, which embed_backward adds into.
+    grads = zeros_like(params)
     dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
-    dXf, grads["W_out"], grads["b_out"] = linear_backward(dlogits, head_cache)
-    dX, grads["lnf_gain"], grads["lnf_shift"] = layernorm_backward(dXf, lnf_cache)
+    del loss_cache  # the probabilities, (N, V): dlogits is all the backward needs of them
+    dXf, dW_out, db_out = linear_backward(dlogits, head_cache)
+    dX, dgain, dshift = layernorm_backward(dXf, lnf_cache)
+    write_grads(grads, {"W_out": dW_out, "b_out": db_out, "lnf_gain": dgain, "lnf_shift": dshift})
     for layer in reversed(range(cfg.num_layers)):
-        dX, block_grads = block_backward(dX, block_caches[layer])
-        grads.update({f"block{layer}.{key}": grad for key, grad in block_grads.items()})
-    grads["tok_emb"], grads["pos_emb"] = np.zeros_like(params["tok_emb"]), np.zeros_like(params["pos_emb"])
+        # pop: each block's cache is let go once its backward is done, and its memory serves the next
+        dX, block_grads = block_backward(dX, block_caches.pop())
+        write_grads(grads, block_grads, prefix=f"block{layer}.")
     embed_backward(dX, batch, grads)
-    return loss, pack({name: grads[name] for name in params})
+    return loss, grads

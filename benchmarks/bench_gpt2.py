@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import generate  # noqa: E402
-from engineering import gpt2  # noqa: E402
+from engineering import gpt2, parallel  # noqa: E402
 import train  # noqa: E402
 import tokenizer  # noqa: E402
 import transformer  # noqa: E402
@@ -142,6 +142,7 @@ def training_batch(vocab_size, batch, seq_len):  # -> (ids, targets), each (B, T
 def ours_training(folder, batch, seq_len, steps):
     """(first loss, seconds of each step after a warm-up one, peak RSS after loading, after the steps): the step
     of train.py's loop."""
+    parallel.keep_freed_memory()  # as train.py's loop does (DataParallel)
     params, cfg, _ = gpt2.load(folder)
     opt = train.Adam(params, 0.9, 0.999, 1e-8, 0.01)
     ids, targets = training_batch(cfg.vocab_size, batch, seq_len)
@@ -151,6 +152,7 @@ def ours_training(folder, batch, seq_len, steps):
         loss, grads = transformer.loss_and_grads(params, ids, targets, cfg)
         train.clip_grad_norm(grads, 1.0)
         opt.step(params, grads, 1e-4)
+        del grads  # as train.py's loop
         seconds.append(time.perf_counter() - start)
         losses.append(loss)
     return losses[0], seconds[1:], loaded, peak_rss()

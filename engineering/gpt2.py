@@ -224,13 +224,16 @@ def block_tensors(take, gpt2_prefix, cfg, our_prefix):
 def tensor_taker(tensors, path):
     """take(name, shape) -> the tensor as float32, or InputError when it is missing or of another
     shape; take.used is the set of names taken so far."""
+    used = set()  # not take.used within take: a function that names itself is a reference cycle, which
+    # would keep every tensor of the file (500 MB at GPT-2 124M) until Python's garbage collector next runs
+
     def take(name, shape):
         if name not in tensors:
             raise InputError(f"{path} lacks the tensor {name}: the file is incomplete or of another model; {REFETCH}")
         if tensors[name].shape != shape:
             raise InputError(f"{path}: {name} has shape {tensors[name].shape} where config.json gives {shape}: "
                              f"the weights and config.json are of different models; {REFETCH}")
-        take.used.add(name)
-        return tensors[name].astype(np.float32)
-    take.used = set()
+        used.add(name)
+        return tensors[name].astype(np.float32, copy=False)  # project_params packs them into one buffer next
+    take.used = used
     return take

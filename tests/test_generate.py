@@ -404,3 +404,12 @@ def test_cli_window_changes_what_the_model_reads(tiny_checkpoint):
     default, eight, two = (run_generate(prompt, *folder, *window).stdout
                            for window in ([], ["--window", "8"], ["--window", "2"]))
     assert default == eight != two  # the checkpoint was trained with seq_len 8
+
+
+def test_greedy_picks_the_first_of_equal_maxima_without_a_draw():
+    """At temperature 0 sample_next is the id filtered_probs keeps alone, and draws nothing from rng."""
+    logits = np.array([0.5, 2.0, -1.0, 2.0])
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    assert sample_next(logits, Sampling(0, 0, 1), rng) == 1 == int(np.argmax(filtered_probs(logits, Sampling(0, 0, 1))))
+    assert rng.bit_generator.state == state

@@ -696,3 +696,21 @@ def test_models_in_a_conversation_with_a_gpt2_folder_lists_config_pys_runs(gpt2_
     assert result.returncode == 0
     assert result.stderr == ("there are no runs in checkpoints/runs/ yet: train one with `python train.py`, "
                              "named with --name NAME if you like\n")
+
+
+def test_the_files_tensors_are_let_go_once_they_are_packed():
+    """tensor_taker's take keeps no reference cycle: once the weights are packed, the file's tensors
+    (500 MB at GPT-2 124M) are freed at once, not whenever Python's garbage collector next runs."""
+    import gc
+    import weakref
+    table = np.ones((3, 2), dtype=np.float32)
+    freed = weakref.ref(table)
+    take = gpt2.tensor_taker({"wte.weight": table}, "model.safetensors")
+    assert np.array_equal(take("wte.weight", (3, 2)), np.ones((3, 2)))
+    assert take.used == {"wte.weight"}
+    gc.disable()
+    try:
+        del take, table
+        assert freed() is None
+    finally:
+        gc.enable()

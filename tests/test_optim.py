@@ -122,3 +122,49 @@ def test_defaults_are_those_of_config_and_the_decay_group_has_the_parameters_dty
     opt.step(params, grads, 1e-3)
     assert opt.m.dtype == opt.v.dtype == np.float32  # the update stays in the parameters' dtype
     assert all(p.dtype == np.float32 for p in params.values())
+
+
+def test_adamw_in_chunks_is_the_update_over_the_whole_vector():
+    """Adam.step runs over CHUNK numbers at a time; over several chunks and a shorter last one it gives
+    the numbers of the equations written over the whole vector at once, bit for bit."""
+    import train
+    rng = np.random.default_rng(0)
+    shapes = {"table": (3, train.CHUNK // 2 + 5), "matrix": (train.CHUNK // 3, 2), "bias": (7,)}
+    params = pack({name: rng.standard_normal(shape) for name, shape in shapes.items()})
+    expected = {name: p.copy() for name, p in params.items()}
+    opt, beta1, beta2, eps, decay, lr = Adam(params), 0.9, 0.999, 1e-8, 0.01, 1e-2
+    m, v = np.zeros(flat_buffer(params).size), np.zeros(flat_buffer(params).size)
+    for t in (1, 2, 3):
+        grads = pack({name: rng.standard_normal(shape) for name, shape in shapes.items()})
+        opt.step(params, grads, lr)
+        g = flat_buffer(grads)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        for name in ("table", "matrix"):  # decoupled decay: matrices only
+            expected[name] *= 1 - lr * decay
+        flat = np.concatenate([expected[name].reshape(-1) for name in shapes])
+        flat -= lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)
+        expected = {name: view.copy() for name, view in zip(shapes, np.split(flat, np.cumsum(
+            [np.prod(s) for s in shapes.values()])[:-1]))}
+        expected = {name: expected[name].reshape(shapes[name]) for name in shapes}
+    assert flat_buffer(params).size > 2 * train.CHUNK
+    for name in shapes:
+        assert np.array_equal(params[name], expected[name]), name
+
+
+def test_adamw_makes_no_array_the_size_of_the_model():
+    """Its temporaries are a few chunks: an update of a 16 MB model allocates a small part of its size."""
+    import tracemalloc
+    import train
+    params = pack({"W": np.ones((2000, 1000)), "b": np.ones(1000)})
+    opt = Adam(params)
+    grads = pack({"W": np.full((2000, 1000), 0.5), "b": np.full(1000, 0.5)})
+    opt.step(params, grads, 1e-3)  # m and v are touched once
+    tracemalloc.start()
+    try:
+        opt.step(params, grads, 1e-3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    chunk_bytes = train.CHUNK * 8  # float64
+    assert peak <= 6 * chunk_bytes < flat_buffer(params).nbytes / 8, (peak, chunk_bytes)
