@@ -163,7 +163,7 @@ class Adam:
 
     m = beta1 m + (1 - beta1) g             running mean of the gradient
     v = beta2 v + (1 - beta2) g^2           running mean of its square
-    p = p (1 - lr * weight_decay)           on matrices only (both embedding tables included),
+    p = p - lr * weight_decay * p           on matrices only (both embedding tables included),
                                             whatever the gradient: this is what "decoupled" means
     p = p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
     """
@@ -179,7 +179,7 @@ class Adam:
         """One update of params, in place, from grads at learning rate lr."""
         self.t += 1
         for matrix in decay_group(params):  # views of the parameters' buffer
-            matrix *= 1.0 - lr * self.weight_decay  # decoupled: on matrices only, whatever the gradient
+            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
         bias1, bias2 = 1.0 - self.beta1 ** self.t, 1.0 - self.beta2 ** self.t  # m and v start at 0
         all_p, all_g = flat_buffer(params), flat_buffer(grads)
         for start in range(0, all_p.size, CHUNK):
