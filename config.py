@@ -71,7 +71,7 @@ RECIPES = {
     "gpt2": {
         # fine-tuning GPT-2 124M (--init_from) on a text of your own, on a laptop's CPU
         # no context_len, emb_dim, ...: the model's shape is the GPT-2's own (engineering/gpt2.py's adopt_shape)
-        "seq_len": 128, "batch_size": 4,  # 3.2 s a step on 2 cores, 3.3 GiB at its peak (benchmarks/bench_gpt2.py)
+        "seq_len": 128, "batch_size": 4,  # 3.6 s a step on 2 cores, 3.4 GiB at its peak (benchmarks/bench_gpt2.py)
         "max_steps": 30, "eval_interval": 10, "eval_tokens": 2048, "warmup_steps": 5,  # about 3 minutes in all
         "lr_max": 1e-4, "lr_min": 1e-5,  # a tenth of the book recipe's: the weights are trained already
         "beta2": 0.99, "weight_decay": 0.0,  # no decay pulling the pretrained weights towards 0
