@@ -73,7 +73,10 @@ def check(s, recipes):
         if not getattr(s, name) >= 0:
             raise SettingError(f"{name} must be 0 or more, got {getattr(s, name)}")
     check_seed(s.seed)
-    rules = [
+    rules = [  # the recipe's first: a recipe's own values must not be refused before what the recipe needs
+        (s.recipe in ("", *recipes), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(recipes)}"),
+        (s.recipe != "gpt2" or s.init_from, "--recipe gpt2 fine-tunes a GPT-2: give its folder with --init_from "
+                                            "(python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt)"),
         (s.init_from or s.seq_len <= s.context_len,  # a GPT-2 to start from has its own context_len (gpt2.py)
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
         (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
@@ -83,9 +86,6 @@ def check(s, recipes):
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
         (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),
-        (s.recipe in ("", *recipes), f"there is no recipe {s.recipe!r}; the recipes are: {', '.join(recipes)}"),
-        (s.recipe != "gpt2" or s.init_from, "--recipe gpt2 fine-tunes a GPT-2: give its folder with --init_from "
-                                            "(python train.py --recipe gpt2 --init_from gpt2 --corpus_path my.txt)"),
     ]
     for holds, message in rules:
         if not holds:

@@ -690,9 +690,13 @@ SMALL_GPT2 = ModelConfig(vocab_size=300, context_len=24, emb_dim=16, num_heads=4
                          ln_eps=1e-5)
 
 
-def test_a_recipe_that_needs_init_from_says_so_in_one_line():
+def test_a_recipe_that_needs_init_from_says_so_in_one_line(tmp_path):
+    # with the recipe's own values in force (seq_len 128, past config.py's context_len), as train.py applies them
     with pytest.raises(settings.SettingError, match="--recipe gpt2 fine-tunes a GPT-2: give its folder with --init_"):
-        settings.check(settings_of(recipe="gpt2"), config.RECIPES)
+        settings.check(settings_of(recipe="gpt2", **config.RECIPES["gpt2"]), config.RECIPES)
+    said = one_line_error(run_main("train.py", "--recipe", "gpt2", cwd=tmp_path))
+    assert said.startswith("error: --recipe gpt2 fine-tunes a GPT-2: give its folder with --init_from"), said
+    assert not (tmp_path / "checkpoints").exists()
 
 
 def test_a_gpt2s_own_shape_wins_over_config_and_the_recipe_and_a_recipes_seq_len_yields():
