@@ -163,6 +163,9 @@ def damaged(path, why):
                       f"again")
 
 
+HOME = Path("checkpoints")  # config.py's checkpoint, the home a command need not name (the package does not import config)
+
+
 def removal(home, name):
     """The command that removes the run `name` of the home folder home (home/runs/name).
 
@@ -178,7 +181,7 @@ def talk_command(folder):
     Example: talk_command("checkpoints/runs/x") -> "python talk.py --checkpoint x"
     """
     folder = Path(folder)
-    in_home = folder.parent == Path("checkpoints") / "runs"
+    in_home = folder.parent == HOME / "runs"
     return f"python talk.py --checkpoint {folder.name if in_home else folder}"
 
 
@@ -187,7 +190,7 @@ def home_option(home):
 
     Example: home_option("checkpoints") -> ""; home_option("/tmp/ck") -> " --checkpoint /tmp/ck"
     """
-    return "" if Path(home) == Path("checkpoints") else f" --checkpoint {home}"
+    return "" if Path(home) == HOME else f" --checkpoint {home}"
 
 
 def check_files(folder):

@@ -63,8 +63,13 @@ def check_run_name(home, name):
         raise InputError(f"--name {name!r} cannot name a run's folder: give a name that is not empty, has no / or \\ "
                          f"and does not start with a dot, such as --name shakespeare")
     if (Path(home) / "runs" / name).exists():
-        raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name, or "
-                         f"remove that run first: {removal(home, name)}")
+        raise name_taken(home, name)
+
+
+def name_taken(home, name):
+    """The InputError for a --name that a run of home already has."""
+    return InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name, or remove "
+                      f"that run first: {removal(home, name)}")
 
 
 def new_run_folder(home, name, given):
@@ -79,8 +84,7 @@ def new_run_folder(home, name, given):
             return folder
         except FileExistsError:
             if given:  # made since check_run_name looked
-                raise InputError(f"there is already a run named {name!r} in {home}/runs/; choose another --name, or "
-                                 f"remove that run first: {removal(home, name)}") from None
+                raise name_taken(home, name) from None
         except OSError as err:
             raise InputError(f"cannot write checkpoints to {folder.parent}/ ({err.strerror}); choose a folder "
                              f"with --checkpoint") from None
