@@ -20,7 +20,6 @@ engineering (engineering/lab_server.py, engineering/lab/); the model it shows ne
 import math
 import sys
 import webbrowser
-from pathlib import Path
 
 import numpy as np
 
@@ -322,9 +321,9 @@ def command_line(argv):
 
 def main(argv=None):
     args = command_line(argv)
-    home, args.window = Path(args.checkpoint), 0
+    args.window = 0
     model = prompting.load_for_sampling(args, config.checkpoint)
-    models = lab_server.Models(model, runs.home_of(model.folder) or home)
+    models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
     server = lab_server.start(api(models, args), args.host, args.port)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         prompting.warn(f"warning: the lab listens on {args.host}: other machines that reach this address can use it")

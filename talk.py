@@ -124,8 +124,7 @@ def main(argv=None):
         print(runs.runs_table(Path(session.checkpoint)))
         return
     session.model = prompting.load_for_sampling(session, config.checkpoint)
-    # the folder whose runs /models lists: the model's own home, or config.py's for a GPT-2 or a run moved out of one
-    session.home = runs.home_of(session.model.folder) or Path(config.checkpoint)
+    session.home = runs.listing_home(session.model.folder, config.checkpoint)  # the folder whose runs /models lists
     session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
     session.rng = np.random.default_rng(session.seed)  # /seed starts it again, so a session can be repeated
     print(prompting.describe(session.model))

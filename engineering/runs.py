@@ -117,6 +117,12 @@ def home_of(run_folder):
     return run_folder.parent.parent if run_folder.parent.name == "runs" else None
 
 
+def listing_home(model_folder, config_home):
+    """The home whose runs are listed beside a model (talk.py's /models, the lab's runs): the model's own
+    (home/runs/<run>/), or config.py's (config_home) for a GPT-2 folder or a run moved out of its home."""
+    return home_of(model_folder) or Path(config_home)
+
+
 # --- what the runs hold -----------------------------------------------------------------------
 
 @dataclass

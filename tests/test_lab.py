@@ -531,11 +531,11 @@ DRAWN = """() => ({
 
 
 @pytest.mark.parametrize("which", ["the tiny play", "a small GPT-2"])
-def test_the_page_draws_every_view_for_a_typed_text(which, request, browser):
+def test_the_page_draws_every_view_for_a_typed_text(which, request, browser, tmp_path):
     model = request.getfixturevalue("play") if which == "the tiny play" else request.getfixturevalue("small_gpt2")
     text = TEXT if which == "the tiny play" else "The moon is high tonight, the moon on the hill."
     T = len(ids_of(model, text))
-    with serving(model, runs.home_of(model.folder) or model.folder) as lab_served:
+    with serving(model, runs.listing_home(model.folder, tmp_path)) as lab_served:
         origin = f"http://127.0.0.1:{lab_served.port}"
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors, elsewhere = [], []
@@ -561,3 +561,13 @@ def test_the_page_draws_every_view_for_a_typed_text(which, request, browser):
             assert not errors and not elsewhere, (errors, elsewhere)
         finally:
             page.close()
+
+
+def test_the_runs_listed_beside_a_gpt2_folder_or_a_moved_run_are_config_pys_as_in_talk(small_gpt2, play, tmp_path):
+    """lab.py lists the runs of the model's own home, and of config.py's home where the model has none (a GPT-2
+    folder, a run copied out of runs/): the folder talk.py's /models lists, by the same function."""
+    assert runs.listing_home(play.folder, tmp_path) == runs.home_of(play.folder)
+    assert runs.listing_home(small_gpt2.folder, tmp_path) == tmp_path
+    moved = tmp_path / "moved"
+    shutil.copytree(play.folder, moved)
+    assert runs.listing_home(moved, "checkpoints") == Path("checkpoints")
