@@ -31,7 +31,7 @@ import traceback
 from http import HTTPStatus
 from pathlib import Path
 
-from engineering import checkpoint, runs
+from engineering import checkpoint, gpt2, runs
 from engineering.errors import InputError
 
 MAX_BODY = 64 * 1024  # bytes of a request's body: a text of thousands of tokens fits many times over
@@ -109,7 +109,7 @@ def name_field(body, name):
 def model_stamp(folder):
     """When and how large each file of a model in folder is (None where it is missing): it changes with any save."""
     stamp = []
-    for name in ("model.json", *checkpoint.MODEL_FILES, "config.json", "model.safetensors", "vocab.json", "merges.txt"):
+    for name in ("model.json", *checkpoint.MODEL_FILES, *gpt2.FILES):  # a run's files, or a GPT-2 folder's
         try:
             info = (Path(folder) / name).stat()
             stamp.append((info.st_mtime_ns, info.st_size))
