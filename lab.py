@@ -322,7 +322,7 @@ def command_line(argv):
 def main(argv=None):
     args = command_line(argv)
     args.window = 0
-    model = prompting.load_for_sampling(args, config.checkpoint)
+    model = prompting.load_for_sampling(args, config.checkpoint, decoding=False)  # step_over adds its packed buffer
     models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
     server = lab_server.start(api(models, args), args.host, args.port)
     if args.host not in ("127.0.0.1", "localhost", "::1"):

@@ -6,13 +6,18 @@ and transformers):
 Writes a GPT-2 124M folder with random weights to a temporary folder (the weights do not change the
 amount of work; the vocabulary's merges are made up), loads it both ways, and measures in one run:
   1. greedy decoding, tokens per second: --new tokens from a 16-token prompt, ours
-     (generate.generate, with its key/value cache) and transformers' (use_cache=True) alternated;
+     (generate.generate, with its key/value cache, on the parameters laid out as generate.py and
+     talk.py lay them out, prompting.laid_out_for_decoding, and on them packed as gpt2.load gives them)
+     and transformers' (use_cache=True) alternated; ours also after its first token, the prompt's
+     forward left out, which is what the limit of 4. bounds;
   2. how far our logits are from transformers' at this shape, on a 64-token prompt;
   3. the peak memory our generation forward takes for a 1,024-token prompt (tracemalloc), beside
      the weights themselves;
   4. the speed decoding cannot pass on this machine: each new token reads every weight matrix once,
      so tokens/s <= memory bandwidth / bytes of weights, the bandwidth timed on a large matrix-vector
-     product;
+     product in turns with the measurements of decoding (Bandwidth); and where a decoding step's time
+     goes: the speed if a token took only its matrix-vector products (73 at 124M, in the model's
+     order, on each layout), then that of a whole step of forward_cached;
   5. fine-tuning, seconds per training step at batch 1 and 4 of 128 tokens: ours as train.py's loop takes
      one (transformer.loss_and_grads, train.clip_grad_norm, train.Adam.step) and PyTorch's on transformers'
      GPT2LMHeadModel of the same folder (cross-entropy, backward, clip_grad_norm_, AdamW with weight decay on
@@ -41,7 +46,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import generate  # noqa: E402
-from engineering import gpt2, parallel  # noqa: E402
+from engineering import gpt2, parallel, prompting  # noqa: E402
 import train  # noqa: E402
 import tokenizer  # noqa: E402
 import transformer  # noqa: E402
@@ -75,11 +80,15 @@ def write_gpt2_124m(folder, rng):
     (folder / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
 
 
-def ours_greedy(params, cfg, prompt, new):  # -> (ids, tokens/s)
+def ours_greedy(params, cfg, prompt, new):  # -> (ids, tokens/s, tokens/s after the first)
     start = time.perf_counter()
-    ids = list(generate.generate(params, cfg, prompt, new, cfg.context_len, generate.Sampling(0.0, 0, 1.0),
-                                 np.random.default_rng(0)))
-    return ids, new / (time.perf_counter() - start)
+    tokens = generate.generate(params, cfg, prompt, new, cfg.context_len, generate.Sampling(0.0, 0, 1.0),
+                               np.random.default_rng(0))
+    ids = [next(tokens)]  # the prompt's forward, then the first token
+    first = time.perf_counter()
+    ids += list(tokens)
+    end = time.perf_counter()
+    return ids, new / (end - start), (new - 1) / (end - first)
 
 
 def theirs_greedy(model, prompt, new):  # -> (ids, tokens/s)
@@ -110,16 +119,51 @@ def peak_bytes(run):
     return peak - before
 
 
-def bandwidth(rng, n=8192, reps=10):  # -> bytes/s that a matrix-vector product reads its matrix at
-    """x @ W reads each of W's n * n float32s once and does little else: its speed is memory's."""
-    W, x = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
-    x @ W
+class Bandwidth:
+    """The bytes/s a matrix-vector product reads its matrix at: x @ W reads each of W's n * n float32s once and
+    does little else, so its speed is memory's. sample() times it reps times and keeps the fastest; the
+    benchmark takes a sample beside each measurement of decoding, so that a busy spell of this shared machine
+    slows both, and limit() is the median of the samples."""
+
+    def __init__(self, rng, n=8192):
+        self.W, self.x = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+        self.samples = []
+
+    def sample(self, reps=5):
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            self.x @ self.W
+            times.append(time.perf_counter() - start)
+        self.samples.append(self.W.nbytes / min(times))
+
+    def limit(self):
+        return statistics.median(self.samples)
+
+
+def products_rate(params, cfg, reps=15):
+    """Tokens/s if a decoding step took only its matrix-vector products: each block's six and the head's,
+    in the model's order, on params' own layout; the median of reps."""
+    rng = np.random.default_rng(1)
+    rows = {n: rng.standard_normal(n, dtype=np.float32) for n in (cfg.emb_dim, cfg.ff_dim)}
+    names = [f"block{layer}.{key}" for layer in range(cfg.num_layers) for key in ("Wq", "Wk", "Wv", "Wo", "W1", "W2")]
+    matrices = [params[name] for name in names + ["W_out"]]
     times = []
     for _ in range(reps):
         start = time.perf_counter()
-        x @ W
+        for W in matrices:
+            rows[W.shape[0]] @ W
         times.append(time.perf_counter() - start)
-    return W.nbytes / min(times)
+    return 1 / statistics.median(times)
+
+
+def step_rate(params, cfg, past, reps=15):  # tokens/s of one forward_cached step after the positions of past
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        transformer.forward_cached(params, [0], cfg, past)
+        times.append(time.perf_counter() - start)
+    return 1 / statistics.median(times)
 
 
 def weight_bytes_per_token(params):
@@ -249,32 +293,57 @@ def main():
         load_s = time.perf_counter() - started
         model = transformers.GPT2LMHeadModel.from_pretrained(folder, dtype=torch.float32).eval()
         prompt = [int(i) for i in rng.integers(0, cfg.vocab_size, 16)]
-        ours_greedy(params, cfg, prompt, 4)  # warm-up, both
+        laid_out = prompting.laid_out_for_decoding(params)  # as generate.py and talk.py have them
+        ours_greedy(laid_out, cfg, prompt, 4)  # warm-up, each
+        ours_greedy(params, cfg, prompt, 4)
         theirs_greedy(model, prompt, 4)
-        rates, same = {"ours": [], "transformers": []}, True
+        ways = {"ours": laid_out, "ours, packed": params}
+        rates, after_first, same = {"ours": [], "ours, packed": [], "transformers": []}, {way: [] for way in ways}, True
+        memory = Bandwidth(rng)
         for _ in range(args.rounds):
-            ours_ids, rate = ours_greedy(params, cfg, prompt, args.new)
-            rates["ours"].append(rate)
+            memory.sample()
+            ids = {}
+            for way, weights in ways.items():
+                ids[way], rate, rate_after = ours_greedy(weights, cfg, prompt, args.new)
+                rates[way].append(rate)
+                after_first[way].append(rate_after)
             theirs_ids, rate = theirs_greedy(model, prompt, args.new)
             rates["transformers"].append(rate)
-            same = same and ours_ids == theirs_ids
+            same = same and all(ours_ids == theirs_ids for ours_ids in ids.values())
+        _, past = transformer.forward_cached(params, prompt + theirs_ids[:args.new // 2], cfg)  # mid-way through a round
+        per_step, products = {}, {}
+        for _ in range(3):  # taking turns, so that a busy moment slows each
+            memory.sample()
+            for way, weights in ways.items():
+                per_step.setdefault(way, []).append(step_rate(weights, cfg, past))
+                products.setdefault(way, []).append(products_rate(weights, cfg))
         gap, scale = logits_gap(params, cfg, model, [int(i) for i in rng.integers(0, cfg.vocab_size, 64)])
         long_prompt = rng.integers(0, cfg.vocab_size, cfg.context_len)
         peak = peak_bytes(lambda: transformer.forward_cached(params, long_prompt, cfg))
-        per_second, per_token = bandwidth(rng), weight_bytes_per_token(params)
+        per_second, per_token = memory.limit(), weight_bytes_per_token(params)
         n_params, weights = sum(p.size for p in params.values()), transformer.flat_buffer(params).nbytes
         training = training_table(folder, args)
     print(f"GPT-2 124M, random weights: {n_params:,} parameters of ours (the head's copy included), "
           f"float32; loaded by gpt2.load in {load_s:.1f} s; {args.threads} threads each")
+    limit = per_second / per_token
     print(f"greedy decoding, {args.new} new tokens from 16, median of {args.rounds} rounds (tokens/s):")
     for who, each in rates.items():
-        print(f"  {who:<14}{statistics.median(each):>8.1f}   rounds: {', '.join(f'{r:.1f}' for r in each)}")
-    print(f"  the same tokens both ways: {same}")
+        print(f"  {who:<14}{statistics.median(each):>8.1f}   rounds: {', '.join(f'{r:.1f}' for r in each)}" +
+              (f"; after the first token {statistics.median(after_first[who]):.1f} "
+               f"({statistics.median(after_first[who]) / limit:.0%} of the limit below)" if who in after_first else ""))
+    print(f"  the same tokens each way: {same}")
     print(f"logits on a 64-token prompt: largest |ours - transformers| = {gap:.2e} (largest logit {scale:.2f})")
     print(f"peak memory of forward_cached on a {cfg.context_len}-token prompt: {peak / 2**20:.0f} MiB above the "
           f"weights ({weights / 2**20:.0f} MiB)")
     print(f"bandwidth limit: {per_token / 2**20:.0f} MiB of weights per token at {per_second / 1e9:.1f} GB/s "
-          f"-> at most {per_second / per_token:.1f} tokens/s")
+          f"-> at most {limit:.1f} tokens/s (the median of {len(memory.samples)} samples taken in turns with the "
+          f"rest: {', '.join(f'{b / 1e9:.1f}' for b in memory.samples)} GB/s)")
+    print(f"where a step's time goes, at {len(prompt) + args.new // 2} positions (tokens/s, median of 3 turns "
+          f"of 15):")
+    for way in ways:
+        print(f"  {way:<14}the {6 * cfg.num_layers + 1} matrix-vector products alone {statistics.median(products[way]):5.1f} "
+              f"({statistics.median(products[way]) / limit:.0%} of the limit); the whole step "
+              f"{statistics.median(per_step[way]):5.1f} ({statistics.median(per_step[way]) / limit:.0%})")
     print_training(training, args)
 
 

@@ -33,7 +33,7 @@ VERSION = 1
 
 @dataclass
 class Checkpoint:
-    params: dict  # name -> array, packed, in the canonical order
+    params: dict  # name -> array, packed, in the canonical order (prompting.load_for_sampling lays them out for decoding)
     cfg: ModelConfig
     tokenizer: object  # tokenizer.BPETokenizer, or tokenizer.ByteLevelBPE for GPT-2 and a run fine-tuned from it
     meta: dict  # the contents of model.json

@@ -4,6 +4,7 @@ in this process, and once as a person starts it)."""
 
 import re
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,10 +12,11 @@ import pytest
 from conftest import greedy_text, run_main, run_script
 from engineering import checkpoint
 import generate
+import lab
 from engineering import prompting
 from generate import Sampling, filtered_probs, sample_next
 from tokenizer import BPETokenizer, StreamDecoder
-from transformer import forward_cached
+from transformer import flat_buffer, forward_cached, init_params
 
 
 # --- the filters, by hand -----------------------------------------------------------------------
@@ -413,3 +415,53 @@ def test_greedy_picks_the_first_of_equal_maxima_without_a_draw():
     state = rng.bit_generator.state
     assert sample_next(logits, Sampling(0, 0, 1), rng) == 1 == int(np.argmax(filtered_probs(logits, Sampling(0, 0, 1))))
     assert rng.bit_generator.state == state
+
+
+# --- the parameters laid out for decoding ---------------------------------------------------------------
+
+def test_laid_out_for_decoding_keeps_every_number_and_stores_square_and_tall_matrices_transposed(tiny_params):
+    laid_out = prompting.laid_out_for_decoding(tiny_params)  # TINY: Wq..Wo 4 x 4, W1 4 x 8, W2 8 x 4, W_out 4 x 7
+    assert list(laid_out) == list(tiny_params)
+    for name, tensor in tiny_params.items():
+        assert laid_out[name].dtype == tensor.dtype and np.array_equal(laid_out[name], tensor), name
+        assert not np.shares_memory(laid_out[name], tensor), name  # so the packed buffer can be let go
+        if name.rpartition(".")[2] in ("Wq", "Wk", "Wv", "Wo", "W2"):  # as many rows as columns, or more
+            assert laid_out[name].flags.f_contiguous and not laid_out[name].flags.c_contiguous, name
+        else:  # W1, W_out (wider than tall), the tables and the vectors
+            assert laid_out[name].flags.c_contiguous, name
+    with pytest.raises(AssertionError, match="do not share one buffer"):
+        flat_buffer(laid_out)  # so nothing trains on them, nor adds them to a gradient's buffer
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_laid_out_for_decoding_draws_the_tokens_of_the_packed_parameters(tiny_cfg, dtype):
+    params = init_params(tiny_cfg, np.random.default_rng(4), dtype)
+    laid_out = prompting.laid_out_for_decoding(params)
+    sampling = Sampling(1.0, 0, 1.0)  # sampled, so a difference in the logits could change a draw
+    packed_ids, laid_out_ids = (list(generate.generate(weights, tiny_cfg, [1, 2, 3], 30, tiny_cfg.context_len, sampling,
+                                                       np.random.default_rng(5))) for weights in (params, laid_out))
+    assert packed_ids == laid_out_ids
+    packed_logits, laid_out_logits = (forward_cached(weights, [1, 2, 3, 4], tiny_cfg)[0] for weights in (params, laid_out))
+    # the same sums, added in another order: equal to a few roundings of the dtype
+    np.testing.assert_allclose(laid_out_logits, packed_logits, rtol=0, atol=50 * np.finfo(dtype).eps)
+
+
+def test_sampling_lays_out_a_model_that_streams_from_memory_and_the_lab_keeps_it_packed(tiny_checkpoint, monkeypatch):
+    args = lambda: SimpleNamespace(checkpoint=str(tiny_checkpoint), window=0)  # noqa: E731
+    assert flat_buffer(prompting.load_for_sampling(args(), tiny_checkpoint).params).size > 0  # it fits in a cache
+    monkeypatch.setattr(prompting, "STREAMED", 0)  # as if it were GPT-2's size
+    assert flat_buffer(prompting.load_for_sampling(args(), tiny_checkpoint, decoding=False).params).size > 0
+    laid_out = prompting.load_for_sampling(args(), tiny_checkpoint).params
+    assert laid_out["block0.Wq"].flags.f_contiguous and not laid_out["block0.Wq"].flags.c_contiguous
+
+    class Served(Exception):
+        pass
+
+    def models(model, home):  # what lab.main hands its server, kept, and the server not started
+        served.append(model)
+        raise Served
+    served = []
+    monkeypatch.setattr(lab.lab_server, "Models", models)
+    with pytest.raises(Served):
+        lab.main(["--checkpoint", str(tiny_checkpoint), "--port", "0"])
+    assert flat_buffer(served[0].params).size > 0  # its learn step adds into the packed buffer (lab.step_over)
