@@ -465,3 +465,15 @@ def test_sampling_lays_out_a_model_that_streams_from_memory_and_the_lab_keeps_it
     with pytest.raises(Served):
         lab.main(["--checkpoint", str(tiny_checkpoint), "--port", "0"])
     assert flat_buffer(served[0].params).size > 0  # its learn step adds into the packed buffer (lab.step_over)
+
+
+@pytest.mark.parametrize("script, args, stdin", [("generate.py", ["the cat", "--full"], ""),
+                                                 ("talk.py", ["--full"], "the cat\nthe dog\n")])
+def test_the_scripts_write_the_same_text_from_the_laid_out_model(tiny_checkpoint, monkeypatch, script, args, stdin):
+    ways = []
+    for streamed in (prompting.STREAMED, 0):  # the tiny model as it is (packed), then as if of GPT-2's size
+        monkeypatch.setattr(prompting, "STREAMED", streamed)
+        ways.append(run_main(script, *args, "--checkpoint", tiny_checkpoint, "--seed", "3", "--temperature", "1.2",
+                             stdin=stdin))
+    assert ways[0].returncode == 0 and ways[0].stdout.count("the ") >= 1, ways[0]
+    assert ways[1].stdout == ways[0].stdout
