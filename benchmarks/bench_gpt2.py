@@ -298,7 +298,7 @@ def main():
         ours_greedy(params, cfg, prompt, 4)
         theirs_greedy(model, prompt, 4)
         ways = {"ours": laid_out, "ours, packed": params}
-        rates, after_first, same = {"ours": [], "ours, packed": [], "transformers": []}, {way: [] for way in ways}, True
+        rates, after_first, same = {who: [] for who in [*ways, "transformers"]}, {way: [] for way in ways}, True
         memory = Bandwidth(rng)
         for _ in range(args.rounds):
             memory.sample()
@@ -311,12 +311,12 @@ def main():
             rates["transformers"].append(rate)
             same = same and all(ours_ids == theirs_ids for ours_ids in ids.values())
         _, past = transformer.forward_cached(params, prompt + theirs_ids[:args.new // 2], cfg)  # mid-way through a round
-        per_step, products = {}, {}
+        per_step, products = {way: [] for way in ways}, {way: [] for way in ways}
         for _ in range(3):  # taking turns, so that a busy moment slows each
             memory.sample()
             for way, weights in ways.items():
-                per_step.setdefault(way, []).append(step_rate(weights, cfg, past))
-                products.setdefault(way, []).append(products_rate(weights, cfg))
+                per_step[way].append(step_rate(weights, cfg, past))
+                products[way].append(products_rate(weights, cfg))
         gap, scale = logits_gap(params, cfg, model, [int(i) for i in rng.integers(0, cfg.vocab_size, 64)])
         long_prompt = rng.integers(0, cfg.vocab_size, cfg.context_len)
         peak = peak_bytes(lambda: transformer.forward_cached(params, long_prompt, cfg))

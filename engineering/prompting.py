@@ -146,7 +146,7 @@ def laid_out_for_decoding(params):
     """
     def laid_out(name, tensor):
         transposed = is_matrix(name, tensor) and tensor.shape[0] >= tensor.shape[1]
-        return np.asfortranarray(tensor) if transposed else tensor.copy()
+        return np.asfortranarray(tensor) if transposed else tensor.copy()  # copied too: the packed buffer goes
     return {name: laid_out(name, tensor) for name, tensor in params.items()}
 
 
