@@ -361,6 +361,27 @@ def check(layer, seed=3, backward=None):
     return check_fn(np.random.default_rng(seed), getattr(tf, name) if backward is None else backward)
 
 
+# exercise -> the project's functions the learner writes in exercises/NAME.py (and exercises/derive/NAME.py), as
+# "module.name" ("module.Class.name" for a method), in the order to do them: each uses only what comes before it
+EXERCISE_FUNCTIONS = {
+    "embedding": ("transformer.embed_forward", "transformer.embed_backward"),
+    "linear": ("transformer.linear_forward", "transformer.linear_backward"),
+    "layernorm": ("transformer.layernorm_forward", "transformer.layernorm_backward"),
+    "softmax": ("transformer.softmax", "transformer.softmax_backward"),
+    "attention": ("transformer.attention_forward", "transformer.attention_backward"),
+    "gelu": ("transformer.gelu_forward", "transformer.gelu_backward"),
+    "mlp": ("transformer.mlp_forward", "transformer.mlp_backward"),
+    "block": ("transformer.block_forward", "transformer.block_backward"),
+    "cross_entropy": ("transformer.cross_entropy_forward", "transformer.cross_entropy_backward"),
+    "model": ("transformer.forward", "transformer.loss_and_grads"),
+    "lr_schedule": ("train.lr_schedule",),
+    "clip_grad_norm": ("train.clip_grad_norm",),
+    "adamw": ("train.Adam.step",),
+    "sampling": ("generate.filtered_probs",),
+    "bpe": ("tokenizer.merge_pair", "tokenizer.train_plain"),
+}
+
+
 # exercise -> the layer of CHECKS that judges it; in the order to do them (docs/exercises.md)
 EXERCISES = {"linear": "linear", "gelu": "gelu", "softmax": "softmax", "cross_entropy": "loss",
              "embedding": "embedding", "layernorm": "layernorm", "attention": "attention"}
