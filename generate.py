@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 import config
-from engineering import checkpoint, prompting
 from engineering.errors import InputError, run_script
 from transformer import forward_cached
 
@@ -73,9 +72,7 @@ def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outsid
 
 def sample_next(logits, sampling, rng):  # (V,) -> int
     """One token id drawn from a row of logits, as the module docstring says."""
-    if sampling.temperature == 0:
-        # greedy: filtered_probs would keep this one id, the first of equal maxima, after sorting all V
-        # of them (at GPT-2's 50,257, 2 to 3 ms of a decoding step of 15), and the draw could only pick it
+    if sampling.temperature == 0:  # greedy: the id filtered_probs would keep, without sorting V (performance.md)
         return int(np.argmax(logits))
     cumulative = np.cumsum(filtered_probs(logits, sampling))
     # the token whose slice of [0, total) holds a uniform draw; tokens with probability 0 have no slice
@@ -116,6 +113,8 @@ def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, sto
 def continue_prompt(model, text, asked, sampling, rng):
     """Print the prompt's known characters, then the model's continuation, token by token. asked: what the
     command line or the conversation set (window, max_new_tokens, strict, exact, full)."""
+    from engineering import checkpoint, prompting  # the command line's engineering: `import generate` loads the model
+
     prompt_ids = prompting.known_prompt_ids(model.tokenizer, text, asked.strict)
     first_allowed = None
     if not asked.exact:
@@ -127,9 +126,12 @@ def continue_prompt(model, text, asked, sampling, rng):
 
 
 def main(argv=None):
-    p = prompting.sampling_parser(config, "Continue a prompt with a trained model (see talk.py for a conversation).")
-    p.add_argument("prompt", help="the text to continue")
-    args = prompting.parse_sampling(p, argv)
+    from engineering import prompting
+
+    parser = prompting.sampling_parser(config, "Continue a prompt with a trained model (see talk.py for a "
+                                               "conversation).")
+    parser.add_argument("prompt", help="the text to continue")
+    args = prompting.parse_sampling(parser, argv)
     model = prompting.load_for_sampling(args, config.checkpoint)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))

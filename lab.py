@@ -24,7 +24,7 @@ import webbrowser
 import numpy as np
 
 import config
-from engineering import lab_server, prompting, runs
+from engineering import lab_server, prompting, run_log, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser
 from generate import Sampling, filtered_probs, generate
@@ -243,7 +243,7 @@ def run_view(folder):
 def loss_curves(folder):
     """A run's losses.csv as curves: the training loss as at most CURVE_POINTS means of consecutive steps, and
     every validation loss."""
-    table = runs.read_losses(folder)
+    table = run_log.read_losses(folder)
     if table is None:
         return None
     steps, train = (np.asarray(table[column], dtype=np.float64) for column in ("step", "train_loss"))

@@ -116,10 +116,10 @@ def converse(session, interactive):
 
 
 def main(argv=None):
-    p = prompting.sampling_parser(config, "Talk to a trained model: type text, it continues it "
-                                          "(settings from config.py).")
-    p.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
-    session = prompting.parse_sampling(p, argv)  # the conversation keeps the command line's settings, and changes them
+    parser = prompting.sampling_parser(config, "Talk to a trained model: type text, it continues it "
+                                               "(settings from config.py).")
+    parser.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
+    session = prompting.parse_sampling(parser, argv)  # the conversation keeps the command line's settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return

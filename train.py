@@ -24,12 +24,10 @@ from pathlib import Path
 import numpy as np
 
 import config
-from engineering import checkpoint, gpt2, runs, settings
-from engineering.corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
+from engineering.corpus import corpus_file, make_windows, read_corpus, token_lengths
 from engineering.errors import InputError, run_script
-from engineering.parallel import DataParallel, processes_for
-from engineering.prompting import reply_end
-from engineering.settings import SettingsParser
+from engineering.settings import SettingsParser, given
+from engineering.wording import plural, talk_command
 from generate import Sampling, generate
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, cross_entropy_forward, flat_buffer, forward, init_params, loss_and_grads, pack
@@ -39,77 +37,97 @@ EVAL_LOGITS = 2 ** 24  # 64 MB of float32: two windows of 128 tokens of GPT-2
 SAMPLE_PROMPT = "The "
 
 
-def train(s, resume_from=None, name=None, given=()):
-    """The whole job: a new run in s.checkpoint, named name (None: by its start time and corpus), or the
+def train(settings, resume_from=None, name=None, given=()):
+    """The whole job: a new run in settings.checkpoint, named name (None: by its start time and corpus), or the
     run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
-    Sampling(s.temperature, s.top_k, s.top_p)  # the settings of the samples, checked by their rules before the work
-    if s.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
-        gpt2.adopt_shape(s, gpt2.read_config(s.init_from), s.init_from, given)
-    if s.recipe:
-        print(recipe_line(s, given))
+    # the run's engineering is imported where it is used, so that `import train` (the lab, the tests, the
+    # exercises, which read its functions) loads the model and the loop's pieces, not the run folders
+    from engineering import gpt2, run_log, runs
+
+    Sampling(settings.temperature, settings.top_k, settings.top_p)  # the samples' settings, checked before the work
+    if settings.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
+        settings = gpt2.adopt_shape(settings, gpt2.read_config(settings.init_from), settings.init_from, given)
+    if settings.recipe:
+        print(recipe_line(settings, given))
     if name is not None:
-        runs.check_run_name(s.checkpoint, name)  # before the work of reading the corpus
-    path = corpus_file(s.corpus_path, config.corpus_path)
-    corpus = read_corpus(path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
+        runs.check_run_name(settings.checkpoint, name)  # before the work of reading the corpus
+    path = corpus_file(settings.corpus_path, config.corpus_path)
+    corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed)
     print(f"corpus: {corpus.described}, read from {path}")
-    params, cfg, tokenizer = start_model(corpus, s)
-    inputs, targets, val_stream = data = prepare_data(corpus, tokenizer, s)
-    opt = Adam(params, s.beta1, s.beta2, s.adam_eps, s.weight_decay)
-    total_steps = s.max_steps or s.epochs * math.ceil(len(inputs) / s.batch_size)
-    run = runs.start(s, corpus, cfg, total_steps, resume_from, name, params, opt)
-    print(f"model: {sum(p.size for p in params.values()):,} parameters ({s.dtype}); {len(inputs):,} training windows, "
-          f"{len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to {run.folder}/")
-    with runs.finishing(run), runs.locked(run.folder):
-        loop(run, params, opt, cfg, tokenizer, data, s)
+    params, cfg, tokenizer = start_model(corpus, settings)
+    inputs, targets, val_stream = prepare_data(corpus, tokenizer, settings)
+    opt = Adam(params, settings.beta1, settings.beta2, settings.adam_eps, settings.weight_decay)
+    total_steps = settings.max_steps or settings.epochs * math.ceil(len(inputs) / settings.batch_size)
+    run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt)
+    print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); {len(inputs):,} "
+          f"training windows, {len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to "
+          f"{run.folder}/")
+    loop(run, params, opt, cfg, tokenizer, (inputs, targets, val_stream, corpus.kind), settings)
     best = run.best()
-    stopped = "" if run.step == total_steps else (f"; stopped at step {run.step:,}: {s.patience} validations in a row "
-                                                  f"did not beat it (patience)")
+    stopped = "" if run.step == total_steps else (f"; stopped at step {run.step:,}: {settings.patience} validations "
+                                                  f"in a row did not beat it (patience)")
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
           f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
-          f"{checkpoint.talk_command(run.folder)}")
+          f"{talk_command(run.folder)}")
     return run.folder
 
 
-def loop(run, params, opt, cfg, tokenizer, data, s):
+def loop(run, params, opt, cfg, tokenizer, data, settings):
     """The steps: a batch of windows, its loss and gradients, clipping, the learning rate, AdamW; every
-    eval_interval steps (or each epoch) a validation, which keeps the best model and the state to resume."""
-    (inputs, targets, val_stream), token_chars = data, token_lengths(tokenizer)
-    steps_per_epoch = math.ceil(len(inputs) / s.batch_size)
-    processes = s.processes or processes_for(cfg, s.batch_size, s.seq_len)
-    tokens_per_step, may_stop_early = s.batch_size * s.seq_len, s.patience > 0
-    with DataParallel(processes) as parallel, runs.StopRequest().installed() as stop, np.errstate(all="ignore"), \
-            runs.Progress(run.total_steps, run.step, tokens_per_step, may_stop_early) as progress:
-        grads_of = parallel.loss_and_grads if processes > 1 else loss_and_grads  # one: a traceback ends in yours
-        while not run.done:
-            epoch, index = divmod(run.step, steps_per_epoch)
-            batch = epoch_order(s.seed, epoch, len(inputs))[index * s.batch_size: (index + 1) * s.batch_size]
-            loss, grads = grads_of(params, inputs[batch], targets[batch], cfg)
-            norm = clip_grad_norm(grads, s.grad_clip)
+    eval_interval steps (or each epoch) a validation, which keeps the best model, until the last step or
+    until `patience` validations in a row have not beaten the best. The run's files, the progress line,
+    Ctrl-C and the processes are the log's (engineering/run_log.py), the one door out of this loop.
+    data: the training windows, their targets, the held-out stream (prepare_data) and the corpus's kind."""
+    from engineering import run_log
+
+    (inputs, targets, val_stream, kind), token_chars = data, token_lengths(tokenizer)
+    batch_size, steps_per_epoch = settings.batch_size, math.ceil(len(inputs) / settings.batch_size)
+    validate_every = settings.eval_interval if settings.max_steps else steps_per_epoch
+    step, step_losses, history, total_steps = run.step, run.step_losses, run.history, run.total_steps  # 0, or resumed
+    best_val_loss, since_best = best_so_far(history)
+    # numpy's overflow warnings are let through silently: a loss or norm that is not finite stops the run below
+    with run_log.opened(run, params, opt, cfg, tokenizer, settings, loss_and_grads) as log, np.errstate(all="ignore"):
+        while not log.stop_asked():  # Ctrl-C ends the loop after a whole step; the log saves the state to resume
+            epoch, index = divmod(step, steps_per_epoch)
+            batch = epoch_order(settings.seed, epoch, len(inputs))[index * batch_size: (index + 1) * batch_size]
+            loss, grads = log.loss_and_grads(params, inputs[batch], targets[batch], cfg)
+            norm = clip_grad_norm(grads, settings.grad_clip)
             if not (math.isfinite(loss) and math.isfinite(norm)):
-                raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {run.step + 1}; training "
-                               f"stopped. {run.where_the_model_is()}. Try a smaller --lr_max or --grad_clip")
-            run.step += 1
-            lr = lr_schedule(run.step, run.total_steps, s.lr_max, s.lr_min, s.warmup_steps)
+                raise Diverged(f"the loss became {loss} (gradient norm {norm}) at step {step + 1}; training "
+                               f"stopped. {log.where_the_model_is()}. Try a smaller --lr_max or --grad_clip")
+            step += 1
+            lr = lr_schedule(step, total_steps, settings.lr_max, settings.lr_min, settings.warmup_steps)
             opt.step(params, grads, lr)
             del grads  # so that the next step's backward, not this spent buffer, has its memory
-            run.step_losses.append(loss)
-            progress.update(run.step, loss, lr)
-            if run.step == run.total_steps or run.step % (s.eval_interval if s.max_steps else steps_per_epoch) == 0:
-                val_loss, val_bpc = evaluate(params, cfg, val_stream, s.seq_len, token_chars, s.eval_tokens, s.seed)
-                is_best = run.validated(val_loss, val_bpc)
-                if is_best:
-                    checkpoint.save_model(run.folder, params, cfg, tokenizer, run.model_meta(s, processes))
-                sample = sample_text(params, cfg, tokenizer, run.corpus["kind"], s,
-                                     np.random.default_rng([s.seed, run.step, 1]))
-                progress.write(f"step {run.step:>6,}: train {run.history[-1]['train_loss']:.4f}  val {val_loss:.4f}  "
-                               f"({val_bpc:.3f} bits/char){'  best, saved' if is_best else ''}\n"
-                               f"              sample: {sample!r}")
-                run.done = run.step == run.total_steps or 0 < s.patience <= run.validations_since_best()
-                run.save_progress(params, opt, s)
-            if stop.requested and not run.done:
-                run.save_progress(params, opt, s)
-                progress.close()
-                runs.stopped_by_ctrl_c(run, s)
+            step_losses.append(loss)
+            log.stepped(step, loss, lr)
+            if step == total_steps or step % validate_every == 0:
+                val_loss, val_bpc = evaluate(params, cfg, val_stream, settings.seq_len, token_chars,
+                                             settings.eval_tokens, settings.seed)
+                trained_since = history[-1]["step"] if history else 0  # the steps since the last validation
+                history.append({"step": step, "train_loss": float(np.mean(step_losses[trained_since:])),
+                                "val_loss": val_loss, "val_bpc": val_bpc})
+                if val_loss < best_val_loss:
+                    best_val_loss, since_best = val_loss, 0
+                else:
+                    since_best += 1
+                done = step == total_steps or 0 < settings.patience <= since_best
+                sample = sample_text(params, cfg, tokenizer, kind, settings, step)
+                log.validated(step, since_best == 0, done, sample)  # the best model saved, and the state to resume
+                if done:
+                    return
+
+
+def best_so_far(history):
+    """(the best validation loss of a run's history, the validations since it): inf and 0 for a new run.
+
+    Example: val_loss 3.0, 2.5, 2.7, 2.6 -> (2.5, 2)
+    """
+    val_losses = [entry["val_loss"] for entry in history]
+    if not val_losses:
+        return math.inf, 0
+    best = min(val_losses)
+    return best, len(val_losses) - 1 - val_losses.index(best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,12 +167,8 @@ def decay_group(params):
     return [tensor for tensor in params.values() if tensor.ndim == 2]
 
 
-# Adam's update runs over the flat buffers CHUNK numbers at a time, so that each line's temporaries
-# are the size of a chunk (128 KiB in float32) and stay in the CPU's cache. Over the whole buffer at
-# once, each would be a new array of the model's size (650 MB at GPT-2 124M, several alive at once),
-# written to memory and read back. Measured at GPT-2 124M, 2 cores: 0.42 s an update against 1.35 s,
-# and 3.1 GB less memory at its peak. The default model is a few chunks. (2**14 to 2**15 were best;
-# 2**16 and 2**18, over half of the 1 MiB of cache a core has, took 0.8 to 1.3 s.)
+# the update runs over CHUNK numbers at a time, so each line's temporaries stay in the CPU's cache: 0.42 s an
+# update against 1.35 s at GPT-2 124M, and 3.1 GB less at the peak (docs/engineering/performance.md)
 CHUNK = 2 ** 15
 
 
@@ -238,12 +252,17 @@ def evaluate(params, cfg, stream, window, token_chars, max_tokens=0, seed=0):
     return total_nats / tokens, total_nats / math.log(2) / characters
 
 
-def sample_text(params, cfg, tokenizer, kind, s, rng):
+def sample_text(params, cfg, tokenizer, kind, settings, step):
     """A short continuation of SAMPLE_PROMPT (or of the corpus's first character), up to where a reply
-    of a model of this kind of corpus ends (reply_end), as talk.py would print it."""
+    of a model of this kind of corpus ends (reply_end), as talk.py would print it; drawn from the seed and
+    the step, so a resumed run draws the sample it would have drawn."""
+    from engineering.prompting import reply_end
+
+    rng = np.random.default_rng([settings.seed, step, 1])
     prompt = tokenizer.encode_known(SAMPLE_PROMPT)[0] or [0]
-    sampling = Sampling(s.temperature, s.top_k, s.top_p)
-    written = tokenizer.decode(list(generate(params, cfg, prompt, s.max_new_tokens, s.seq_len, sampling, rng)))
+    sampling = Sampling(settings.temperature, settings.top_k, settings.top_p)
+    new_ids = generate(params, cfg, prompt, settings.max_new_tokens, settings.seq_len, sampling, rng)
+    written = tokenizer.decode(list(new_ids))
     return tokenizer.decode(prompt) + written[:reply_end(written, kind)]
 
 
@@ -252,39 +271,45 @@ def epoch_order(seed, epoch, num_windows):  # -> (num_windows,): each epoch visi
     return np.random.default_rng([seed, epoch]).permutation(num_windows)
 
 
-def start_model(corpus, s):
-    """(params, cfg, tokenizer): GPT-2's, read from the folder s.init_from (the model's shape is its own),
+def start_model(corpus, settings):
+    """(params, cfg, tokenizer): GPT-2's, read from the folder settings.init_from (the model's shape is its own),
     or a tokenizer learned from the whole corpus and fresh parameters of config.py's shape."""
-    if s.init_from:
-        params, cfg, tokenizer = gpt2.load(s.init_from)  # of the shape train() gave s (adopt_shape)
-        return pack(params, np.dtype(s.dtype)), cfg, tokenizer
-    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], s.num_merges)
+    if settings.init_from:
+        from engineering import gpt2
+
+        params, cfg, tokenizer = gpt2.load(settings.init_from)  # of the shape train() gave settings (adopt_shape)
+        return pack(params, np.dtype(settings.dtype)), cfg, tokenizer
+    tokenizer = BPETokenizer.train([corpus.train_text, corpus.val_text], settings.num_merges)
+    all_merged = len(tokenizer.merges) == settings.num_merges
     print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
-          f"{tokenizer.vocab_size} tokens{'' if len(tokenizer.merges) == s.num_merges else ' (no pair is left twice)'}")
-    cfg = ModelConfig(tokenizer.vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
-    return init_params(cfg, np.random.default_rng(s.seed), dtype=np.dtype(s.dtype)), cfg, tokenizer
+          f"{tokenizer.vocab_size} tokens{'' if all_merged else ' (no pair is left twice)'}")
+    cfg = ModelConfig(tokenizer.vocab_size, settings.context_len, settings.emb_dim, settings.num_heads,
+                      settings.num_layers, settings.ff_dim, settings.ln_eps)
+    return init_params(cfg, np.random.default_rng(settings.seed), dtype=np.dtype(settings.dtype)), cfg, tokenizer
 
 
-def prepare_data(corpus, tokenizer, s):
+def prepare_data(corpus, tokenizer, settings):
     """(inputs, targets, val_stream): the training windows (num_windows, seq_len), each input's targets shifted
     by one token, and the held-out text's ids, scored whole at each validation."""
-    inputs, targets = make_windows(np.array(tokenizer.encode(corpus.train_text)), s.seq_len, s.stride, "training")
+    train_stream = np.array(tokenizer.encode(corpus.train_text))
+    inputs, targets = make_windows(train_stream, settings.seq_len, settings.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
         raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
     return inputs, targets, val_stream
 
 
-def recipe_line(s, given):
+def recipe_line(settings, given):
     """The recipe's settings as they are in force: a value the person typed over the recipe's is marked, and
     so is one the model imposed (a GPT-2's own shape, adopt_shape).
 
     Example: recipe book with --num_merges 200 -> "recipe book: num_layers 1, ..., num_merges 200 (typed), ..."
     """
-    recipe = config.RECIPES[s.recipe]
-    notes = {name: " (typed)" if name in given else " (the model's)" if value != getattr(s, name) else ""
+    recipe = config.RECIPES[settings.recipe]
+    notes = {name: " (typed)" if name in given else " (the model's)" if value != getattr(settings, name) else ""
              for name, value in recipe.items()}
-    return f"recipe {s.recipe}: " + ", ".join(f"{name} {getattr(s, name)}{notes[name]}" for name in recipe)
+    return f"recipe {settings.recipe}: " + ", ".join(f"{name} {getattr(settings, name)}{notes[name]}"
+                                                     for name in recipe)
 
 
 class Diverged(InputError):
@@ -292,9 +317,11 @@ class Diverged(InputError):
 
 
 def main(argv=None):
+    from engineering import runs
+
     argv = sys.argv[1:] if argv is None else argv
-    p = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
-    job = p.add_mutually_exclusive_group()
+    parser = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
+    job = parser.add_mutually_exclusive_group()
     job.add_argument("--resume", nargs="?", const="", default=None, metavar="NAME",
                      help="continue the interrupted run NAME (or the start of its name); without NAME, the latest "
                           "interrupted run in --checkpoint's runs/. With a --max_steps or --epochs other than the "
@@ -308,18 +335,18 @@ def main(argv=None):
     job.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/, and leave")
     job.add_argument("--remove", metavar="NAME", help="remove the run NAME, its folder with every file in it, after "
                                                       "asking, and leave")
-    p.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
-    args = p.parse(argv)
-    s, given = p.settings(args), settings.given(argv)
+    parser.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
+    args = parser.parse(argv)
+    settings, typed = parser.settings(args), given(argv)
     if args.list:
-        print(runs.runs_table(Path(s.checkpoint)))
+        print(runs.runs_table(Path(settings.checkpoint)))
     elif args.remove is not None:
-        runs.remove(Path(s.checkpoint), args.remove, args.yes)
+        runs.remove(Path(settings.checkpoint), args.remove, args.yes)
     elif args.resume is not None:
-        s, folder = runs.resume_settings(s, argv, args.resume, p)
-        train(s, resume_from=folder, given=given)
+        settings, folder = runs.resume_settings(settings, argv, args.resume, parser)
+        train(settings, resume_from=folder, given=typed)
     else:
-        train(s, name=getattr(args, "name", None), given=given)
+        train(settings, name=getattr(args, "name", None), given=typed)
 
 
 if __name__ == "__main__":

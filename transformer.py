@@ -440,12 +440,9 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
     check_ids(targets, cfg, what="targets")
     logits, (batch, block_caches, lnf_cache, head_cache) = forward(params, ids, cfg)
     loss, loss_cache = cross_entropy_forward(logits.reshape(-1, cfg.vocab_size), targets.reshape(-1))
-    del logits  # (B, T, V), as large as the backward's own arrays: let them reuse its memory
+    del logits  # (B, T, V): its memory serves the backward (this function's memory: docs/engineering/performance.md)
 
-    # each gradient is written into its place in one buffer, laid out as params, as soon as it is
-    # computed: gathered by name and packed at the end, they would be two copies of the model at once
-    # (650 MB each at GPT-2 124M). The buffer starts at 0, which embed_backward adds into.
-    grads = zeros_like(params)
+    grads = zeros_like(params)  # one buffer of zeros, laid out as params: each gradient is written in as it comes
     dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
     del loss_cache  # the probabilities, (N, V): dlogits is all the backward needs of them
     dXf, dW_out, db_out = linear_backward(dlogits, head_cache)

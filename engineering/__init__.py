@@ -5,7 +5,8 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
 
     settings.py         config.py's settings checked, and given on the command line
     corpus.py           reading a text or a CSV, the held-out part, the training windows
-    runs.py             run folders: names, the listing, the default run, resume, the lock, progress, Ctrl-C
+    runs.py             run folders: names, the listing, the default run, removal, resume, the lock
+    run_log.py          a run as it goes: the door around train.py's loop, its files, progress, Ctrl-C
     checkpoint.py       a run's files: the model saved and loaded, the state to resume from, every file checked
     tokenizer_files.py  a tokenizer's file written and read back, every field checked
     gpt2.py             a Hugging Face GPT-2 folder read as the project's own model
@@ -14,6 +15,7 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     parallel.py         a batch shared out to several processes, their gradients averaged
     files.py            files written whole or not at all; JSON read with its problem told
     errors.py           InputError, a person's bad input, and how a script says it in one line
+    wording.py          how things are said to a person: counts, durations, the commands to type
 
 Nothing here imports a script; the scripts import this package and the learner's files.
 """

@@ -25,6 +25,7 @@ import numpy as np
 from engineering import gpt2, tokenizer_files
 from engineering.errors import InputError
 from engineering.files import publish_staged, read_json, temporary_name, write_staged
+from engineering.wording import removal
 from transformer import ModelConfig, pack, param_shapes
 
 FORMAT = "numpy-gpt-checkpoint"
@@ -161,36 +162,6 @@ def damaged(path, why):
     remove = removal(folder.parent.parent, folder.name) if folder.parent.name == "runs" else f"delete {folder}/"
     return InputError(f"{path} is damaged ({why}): restore it from a copy, or remove its run ({remove}) and train "
                       f"again")
-
-
-HOME = Path("checkpoints")  # config.py's checkpoint, the home a command need not name (the package does not import config)
-
-
-def removal(home, name):
-    """The command that removes the run `name` of the home folder home (home/runs/name).
-
-    Example: removal("checkpoints", "x") -> "python train.py --remove x";
-    removal("/tmp/ck", "x") -> "python train.py --remove x --checkpoint /tmp/ck"
-    """
-    return f"python train.py --remove {name}{home_option(home)}"
-
-
-def talk_command(folder):
-    """The command that talks to the model of a run folder: by its name in config.py's home, else by its folder.
-
-    Example: talk_command("checkpoints/runs/x") -> "python talk.py --checkpoint x"
-    """
-    folder = Path(folder)
-    in_home = folder.parent == HOME / "runs"
-    return f"python talk.py --checkpoint {folder.name if in_home else folder}"
-
-
-def home_option(home):
-    """The --checkpoint option a command needs to name the home folder home: none for config.py's own.
-
-    Example: home_option("checkpoints") -> ""; home_option("/tmp/ck") -> " --checkpoint /tmp/ck"
-    """
-    return "" if Path(home) == HOME else f" --checkpoint {home}"
 
 
 def check_files(folder):

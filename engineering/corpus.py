@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from engineering.errors import InputError
+from engineering.wording import plural
 
 SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "data" / "sample.csv"  # beside this package
 
@@ -46,11 +46,6 @@ def characters_said(count, kind):
     Example: characters_said(178405, "rows") -> "178,405 characters with each row's newline"
     """
     return f"{count:,} characters" + (" with each row's newline" if kind == "rows" else "")
-
-
-def plural(count, word):
-    """Example: plural(1, "merge") -> "1 merge"; plural(2_000, "row") -> "2,000 rows" """
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def read_corpus(path, column, max_rows, val_fraction, seed):
@@ -142,6 +137,8 @@ def read_text(path):
 def read_rows(path, column, max_rows):
     """(the first max_rows rows of a CSV column without the empty ones, how many rows it has in all,
     how many of the first max_rows were empty). max_rows = 0 keeps them all."""
+    import pandas as pd  # here, where a CSV is read: a script that reads none does not pay for pandas
+
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except UnicodeDecodeError:

@@ -17,6 +17,7 @@ pattern's \\p{L} and \\p{N}. Nothing of torch or transformers.
 
 import importlib
 import re
+import types
 from pathlib import Path
 
 import numpy as np
@@ -74,21 +75,19 @@ def read_config(folder):
 SHAPE = ("context_len", "emb_dim", "num_heads", "num_layers", "ff_dim", "ln_eps")  # settings a GPT-2 has its own of
 
 
-def adopt_shape(s, cfg, folder, given):
-    """Set the model-shape settings of s to the GPT-2's (cfg): a fine-tuned model keeps its shape, whatever
+def adopt_shape(settings, cfg, folder, given):
+    """The settings with the model-shape ones the GPT-2's (cfg): a fine-tuned model keeps its shape, whatever
     config.py or a recipe says. A shape setting the person typed (given) that disagrees is refused in one line;
     so is a seq_len they typed longer than the model reads, where a recipe's or config.py's is shortened to it."""
     for name in SHAPE:
-        value = getattr(cfg, name)
-        if name in given and getattr(s, name) != value:
-            raise InputError(f"--{name} {getattr(s, name)} disagrees with the GPT-2 in {folder}/ ({name} {value}): "
-                             f"a model fine-tuned from it keeps its shape; leave --{name} out")
-        setattr(s, name, value)
-    if s.seq_len > cfg.context_len:
-        if "seq_len" in given:
-            raise InputError(f"--seq_len {s.seq_len} is longer than the GPT-2 in {folder}/ reads "
-                             f"({cfg.context_len}); give --seq_len {cfg.context_len} or less")
-        s.seq_len = cfg.context_len
+        if name in given and getattr(settings, name) != getattr(cfg, name):
+            raise InputError(f"--{name} {getattr(settings, name)} disagrees with the GPT-2 in {folder}/ ({name} "
+                             f"{getattr(cfg, name)}): a model fine-tuned from it keeps its shape; leave --{name} out")
+    if settings.seq_len > cfg.context_len and "seq_len" in given:
+        raise InputError(f"--seq_len {settings.seq_len} is longer than the GPT-2 in {folder}/ reads "
+                         f"({cfg.context_len}); give --seq_len {cfg.context_len} or less")
+    shape = {name: getattr(cfg, name) for name in SHAPE}
+    return types.SimpleNamespace(**{**vars(settings), **shape, "seq_len": min(settings.seq_len, cfg.context_len)})
 
 
 def read_object(path):

@@ -1,5 +1,4 @@
-"""Run folders: where each training writes, how runs are named, found, listed, resumed and locked,
-and what a run shows and writes as it goes (the progress line, Ctrl-C, losses.csv).
+"""Run folders: where each training writes, and how runs are named, found, listed, removed, resumed and locked.
 
 Training's home folder (checkpoints/) holds a folder for each run, runs/<its name>/: the run's best
 model (checkpoint.py's three files), its resume state and its losses. A run is named by
@@ -9,33 +8,23 @@ talk.py and generate.py read the latest finished run (default_run); nothing is c
 no run ever replaces another's model.
 """
 
-import collections
 import contextlib
 import math
 import os
 import re
 import shutil
-import signal
 import sys
-import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 from filelock import FileLock, Timeout
 
 from engineering import checkpoint
-from engineering.checkpoint import home_option, removal, talk_command
-from engineering.corpus import plural
 from engineering.errors import InputError
-from engineering.files import write_atomically
 from engineering.settings import given
-
-LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
-RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
+from engineering.wording import plural, removal, talk_command
 
 
 # --- names and folders ------------------------------------------------------------------------
@@ -304,255 +293,3 @@ def locked(folder):
         yield
     finally:
         lock.release()
-
-
-# --- a run as it goes -------------------------------------------------------------------------
-
-@dataclass
-class Run:
-    """What a run changes as it goes, and where it writes."""
-    folder: Path  # home/runs/<name>/
-    total_steps: int
-    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters
-    step: int = 0
-    step_losses: list = field(default_factory=list)
-    history: list = field(default_factory=list)  # one entry per validation: step, train_loss, val_loss, val_bpc
-    done: bool = False  # it took its last step, or stopped improving (patience)
-    started: float = field(default_factory=time.perf_counter)
-    said_no_plot: bool = False  # that losses.png cannot be drawn, said once a run
-
-    def best(self):
-        return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
-
-    def validated(self, val_loss, val_bpc):
-        """Record a validation at this step; True where it is the best so far."""
-        since = self.history[-1]["step"] if self.history else 0
-        self.history.append({"step": self.step, "train_loss": float(np.mean(self.step_losses[since:])),
-                             "val_loss": val_loss, "val_bpc": val_bpc})
-        return self.best() is self.history[-1]
-
-    def validations_since_best(self):
-        return len(self.history) - 1 - self.history.index(self.best())
-
-    def where_the_model_is(self):
-        best = self.best()
-        if best is None:
-            return "it had not validated a model yet, so there is none to talk to"
-        return f"its best model (step {best['step']:,}) is in {self.folder}/"
-
-    def model_meta(self, s, processes):
-        """What model.json records beside the model's shape (checkpoint.save_model)."""
-        return {"settings": vars(s), "seed": s.seed, "steps": self.step, "best_step": self.best()["step"],
-                "run": self.folder.name, "history": self.history,
-                "processes": processes,  # the slices of each batch: they decide the gradients' last bits
-                "corpus": self.corpus,
-                "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": pd.__version__},
-                "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-
-    def save_progress(self, params, opt, s):
-        """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
-        progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(s),
-                    "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
-        checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
-        if not write_losses(self.folder, self.step_losses, self.history) and not self.said_no_plot:
-            print_out(NO_PLOT)
-            self.said_no_plot = True
-
-
-def start(s, corpus, cfg, total_steps, resume_from, name, params, opt):
-    """A new run in a folder of its own in s.checkpoint/runs/, or the run in resume_from taken up: its saved
-    weights and AdamW state put into params and opt."""
-    info = {"path": str(corpus.path), "sha256": checkpoint.sha256_of(corpus.path), "kind": corpus.kind,
-            "characters": len(corpus.train_text) + len(corpus.val_text), "validation_characters": len(corpus.val_text)}
-    if resume_from is None:
-        given = name is not None
-        name = name if given else default_run_name(corpus.path, datetime.now(timezone.utc))
-        return Run(new_run_folder(s.checkpoint, name, given), total_steps, info)
-    saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
-    if progress["corpus_sha256"] != info["sha256"]:
-        raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
-                         f"start a new run without --resume")
-    if total_steps <= progress["step"]:
-        raise InputError(f"the run {resume_from.name} has taken {progress['step']:,} steps, and these settings give it "
-                         f"{total_steps:,}: give a larger --max_steps or --epochs to train it further")
-    for key in params:
-        params[key][...] = saved_params[key]
-    opt.load_state(opt_state)
-    run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"])
-    # done as the loop decides it, from where the run stands: the saved flag, unless more steps or patience were given
-    run.done = bool(run.history) and 0 < s.patience <= run.validations_since_best()
-    if run.done:
-        raise InputError(f"the run {resume_from.name} stopped because {s.patience} validations in a row did not beat "
-                         f"its best; resume it with a larger --patience, or --patience 0 to let it run to the end")
-    stretched = "" if total_steps == progress["total_steps"] else \
-        f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
-    print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
-    return run
-
-
-@contextlib.contextmanager
-def finishing(run):
-    """Around the loop: a run that saved nothing leaves no folder; a second Ctrl-C, which stops at once,
-    says what was kept (one line, exit 130)."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        said = (f"stopped at once by a second Ctrl-C at step {run.step:,}; {run.where_the_model_is()}, and the state "
-                f"last saved at a validation resumes with: python train.py --resume {run.folder.name}")
-        print(said, file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
-    finally:
-        if [path.name for path in run.folder.iterdir()] in ([], [".lock"]):  # the lock, let go, is all it holds
-            (run.folder / ".lock").unlink(missing_ok=True)
-            run.folder.rmdir()
-
-
-def stopped_by_ctrl_c(run, s):
-    """Say on stderr, and in a log where stdout is one, that the run was interrupted and how to resume it; exit 130."""
-    said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in {run.folder}/. "
-            f"Resume with: python train.py --resume {run.folder.name}{home_option(s.checkpoint)}\n"
-            f"{run.where_the_model_is()}")
-    print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
-    if not sys.stdout.isatty():
-        print_out(f"\n{said}")
-    raise SystemExit(130)
-
-
-def write_losses(folder, step_losses, history):
-    """losses.csv: one row per step (training loss), with the validation figures where they were taken; and
-    losses.png. Returns whether losses.png was drawn (matplotlib may be missing)."""
-    table = pd.DataFrame({"step": np.arange(1, len(step_losses) + 1), "train_loss": step_losses})
-    if history:
-        table = table.merge(pd.DataFrame(history)[["step", "val_loss", "val_bpc"]], on="step", how="left")
-    write_atomically(folder / "losses.csv", table.to_csv(index=False).encode("utf-8"))
-    return plot_losses(folder, table)
-
-
-NO_PLOT = 'losses.png is not drawn: matplotlib is not installed (pip install -e ".[plot]"); losses.csv has the numbers'
-
-
-def read_losses(folder):
-    """losses.csv of a run as write_losses wrote it (step, train_loss; val_loss and val_bpc at the validations), or
-    None where there is none to read: a run that has not saved yet, or a file that is not such a table."""
-    try:
-        table = pd.read_csv(Path(folder) / "losses.csv")
-    except (OSError, ValueError):  # pandas' EmptyDataError and ParserError are ValueErrors
-        return None
-    return table if {"step", "train_loss"} <= set(table.columns) else None
-
-
-def plot_losses(folder, table):
-    """Draw losses.png, where matplotlib is installed (pip install -e ".[plot]"); False where it is not."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    figure, axes = plt.subplots(figsize=(7, 4))
-    axes.plot(table["step"], table["train_loss"].rolling(50, min_periods=1).mean(), label="training (mean of 50 steps)")
-    if "val_loss" in table:
-        validated = table.dropna(subset=["val_loss"])
-        axes.plot(validated["step"], validated["val_loss"], "o-", label="validation")
-    axes.set_xlabel("step")
-    axes.set_ylabel("cross-entropy (nats per token)")
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(folder / "losses.png.tmp.png")
-    plt.close(figure)
-    (folder / "losses.png.tmp.png").replace(folder / "losses.png")
-    return True
-
-
-def print_out(text):
-    """Print text on stdout; where stdout is a pipe whose reader has gone (`python train.py | tee log`,
-    whose tee the same Ctrl-C stops), go on without it, so that the run still saves what it must."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to print goes nowhere
-
-
-def duration(seconds):
-    """Seconds as minutes and seconds, rounded to the second first, so 59.7 s is a minute, never "60 s".
-
-    Example: duration(239.6) -> "4 min 00 s"
-    """
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s"
-
-
-class Progress:
-    """One line about training on stderr: redrawn in place on a terminal, else a new line every
-    LOG_SECONDS, so that a log file holds a line a person can read, not thousands of redraws.
-
-    Its speed, and so the time to go, is that of the last RATE_SECONDS: a machine that gets busier
-    or quieter halfway changes the estimate within half a minute, where the whole run's mean would
-    lag behind for the rest of the run."""
-
-    def __init__(self, total_steps, first_step, tokens_per_step, may_stop_early=False):
-        self.total, self.tokens_per_step = total_steps, tokens_per_step
-        self.at_most = "at most " if may_stop_early else ""  # patience may stop the run before its last step
-        self.terminal = sys.stderr.isatty()
-        self.shown = time.perf_counter()
-        self.recent = collections.deque([(self.shown, first_step)])  # (time, step) of the last RATE_SECONDS
-        self.drawn = False
-
-    def rate(self, now, step):
-        """Record that step was done at time now; the steps per second since the oldest recent step."""
-        self.recent.append((now, step))
-        while len(self.recent) > 2 and now - self.recent[1][0] >= RATE_SECONDS:
-            self.recent.popleft()  # the next oldest still starts a span of RATE_SECONDS or more
-        then, step_then = self.recent[0]
-        return (step - step_then) / (now - then)
-
-    def update(self, step, loss, lr):
-        now = time.perf_counter()
-        rate = self.rate(now, step)
-        if now - self.shown < (0.2 if self.terminal else LOG_SECONDS):
-            return
-        self.shown = now
-        line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
-                f"  {self.at_most}{duration((self.total - step) / rate)} to go")
-        if self.terminal:
-            print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
-            self.drawn = True
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    def write(self, text):
-        """Print lines that stay, below the progress line."""
-        self.close()
-        print_out(text)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):  # however the loop ends, a second Ctrl-C included: what is said next starts a line
-        self.close()
-
-    def close(self):
-        if self.drawn:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
-            self.drawn = False
-
-
-class StopRequest:
-    """Ctrl-C while the loop runs: the step ends, what a resume needs is saved, and the run stops (exit 130).
-    A second Ctrl-C stops at once; every file is written whole or not at all (files.py)."""
-
-    def __init__(self):
-        self.requested = False
-
-    def __call__(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    @contextlib.contextmanager
-    def installed(self):
-        previous = signal.signal(signal.SIGINT, self)
-        try:
-            yield self
-        finally:
-            signal.signal(signal.SIGINT, previous)

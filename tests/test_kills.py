@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint, runs
+from engineering import checkpoint, run_log
 import train
 
 with contextlib.suppress(ImportError):  # the losses plot, imported once here rather than in every forked run
@@ -322,7 +322,7 @@ def without_the_plot(monkeypatch):
     matplotlib is installed, drawing it is most of a run of 6 steps, so most random kills would land in the
     drawing rather than in the saves of the model. (The plot's own rename is killed after, in turn, by
     test_a_kill_right_after_any_rename_of_a_save_loses_nothing.)"""
-    monkeypatch.setattr(runs, "plot_losses", lambda folder, table: None)
+    monkeypatch.setattr(run_log, "plot_losses", lambda folder, table: None)
 
 
 def test_kills_at_any_moment_lose_no_model(without_the_plot, home, start):
@@ -363,7 +363,7 @@ def test_a_kill_right_after_any_rename_of_a_save_loses_nothing(home, start, monk
         home.check(start, name, f"the kill right after rename {k} ({renamed[-1]})")
         if k % 4 == 0:
             with monkeypatch.context() as patched:  # a resumed run's drawings are not what this test kills
-                patched.setattr(runs, "plot_losses", lambda folder, table: None)
+                patched.setattr(run_log, "plot_losses", lambda folder, table: None)
                 resumes[check_resume(start, home)] += 1
     # each step is a best, saved with model.json after the files it names, and resume.json after resume.npz
     assert renamed == per_step * 2, renamed

@@ -27,7 +27,7 @@ import pytest
 
 import lab
 import transformer
-from engineering import checkpoint, lab_server, runs
+from engineering import checkpoint, lab_server, run_log, runs
 from engineering.errors import InputError
 from generate import Sampling, filtered_probs, generate
 from tokenizer import END_OF_TEXT, byte_stand_ins
@@ -396,7 +396,7 @@ def test_the_runs_are_listed_with_their_losses_as_curves(served, play):
     assert status == 200 and listing["first"] == play.folder.name
     run = next(run for run in listing["runs"] if run["name"] == play.folder.name)
     assert run["state"] == "finished" and run["has_model"] and not run["damaged"]
-    table = runs.read_losses(play.folder)
+    table = run_log.read_losses(play.folder)
     curves = run["curves"]
     assert len(curves["steps"]) <= lab.CURVE_POINTS < len(table)
     sizes = [len(bucket) for bucket in np.array_split(np.arange(len(table)), lab.CURVE_POINTS)]

@@ -1,9 +1,15 @@
 """The layout: the learner's files on top, the engineering in one package, imports running one way."""
 
 import ast
+import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+import config
 from conftest import REPO
+from engineering import wording
 
 LEARNERS_FILES = {"transformer", "tokenizer", "train", "generate", "talk", "config", "gradcheck", "lab"}
 SCRIPTS = {"train", "talk", "lab"}  # only run, never imported (generate.py and gradcheck.py are imported, and run too)
@@ -66,3 +72,21 @@ def test_no_import_circle():
 
     circles = [name for name in graph if reaches(name, name, {name})]
     assert not circles, f"these modules import themselves through others: {circles}"
+
+
+def loaded_by_import(module):
+    """(the project's modules, whether pandas is among them) that `import module` loads in a fresh interpreter."""
+    said = subprocess.run([sys.executable, "-c", f"import sys, {module}; print(' '.join(sys.modules))"],
+                          cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    return {name for name in said if name in project_modules() or name == PACKAGE}, "pandas" in said
+
+
+@pytest.mark.parametrize("module, at_most", [("train", 12), ("generate", 6), ("talk", None)])
+def test_importing_a_script_loads_a_few_modules_and_no_pandas(module, at_most):
+    loaded, pandas = loaded_by_import(module)
+    assert at_most is None or len(loaded) <= at_most, f"import {module} loads {len(loaded)}: {sorted(loaded)}"
+    assert not pandas, f"import {module} imports pandas, which only reading a CSV needs"
+
+
+def test_the_package_names_config_pys_home():
+    assert wording.HOME == Path(config.checkpoint)

@@ -19,7 +19,7 @@ import pytest
 
 import config
 from conftest import WORDS, one_line_error, run_main, run_script, started, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint, corpus, gpt2, runs, settings
+from engineering import checkpoint, corpus, gpt2, run_log, runs, settings, wording
 from engineering.errors import InputError
 from engineering.settings import SettingsParser
 import train
@@ -173,7 +173,7 @@ def test_a_small_csv_is_told_in_words_that_read_right(tmp_path):
 
 
 def test_plural_says_one_and_many():
-    assert [train.plural(n, "merge") for n in (0, 1, 2, 2000)] == ["0 merges", "1 merge", "2 merges", "2,000 merges"]
+    assert [wording.plural(n, "merge") for n in (0, 1, 2, 2000)] == ["0 merges", "1 merge", "2 merges", "2,000 merges"]
 
 
 # --- evaluation ---------------------------------------------------------------------------------
@@ -331,7 +331,7 @@ def test_resume_takes_a_name_or_the_latest_interrupted_run_and_refuses_a_finishe
 
 
 def test_progress_off_a_terminal_is_plain_lines_not_redraws(tmp_path, corpus, capsys, monkeypatch):
-    monkeypatch.setattr(runs, "LOG_SECONDS", 0.0)  # a line at every step, where it would be one every 10 s
+    monkeypatch.setattr(run_log, "LOG_SECONDS", 0.0)  # a line at every step, where it would be one every 10 s
     train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=12, eval_interval=6))
     progress = capsys.readouterr().err  # captured: not a terminal
     assert "\r" not in progress and "\033" not in progress
@@ -508,7 +508,7 @@ def test_a_bad_or_taken_name_is_one_line_and_overwrites_nothing(trained, corpus)
 
 
 def test_the_time_to_go_follows_the_recent_speed():
-    progress = runs.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
+    progress = run_log.Progress(total_steps=1000, first_step=0, tokens_per_step=10)
     start = progress.recent[0][0]
     for step in range(1, 101):  # 100 steps at 10 a second
         rate = progress.rate(start + step / 10, step)
@@ -516,18 +516,18 @@ def test_the_time_to_go_follows_the_recent_speed():
     for step in range(101, 201):  # then the machine gets busy: 2 a second, for 50 s
         rate = progress.rate(start + 10 + (step - 100) / 2, step)
     assert rate == pytest.approx(2, rel=0.05)  # the last 30 s, where the whole run's mean says 200 / 60 s = 3.3
-    assert runs.duration((1000 - 200) / rate) == "6 min 40 s"
+    assert wording.duration((1000 - 200) / rate) == "6 min 40 s"
 
 
 def test_the_time_to_go_is_at_most_while_patience_may_stop_the_run(monkeypatch, capsys):
-    monkeypatch.setattr(runs, "LOG_SECONDS", 0)
+    monkeypatch.setattr(run_log, "LOG_SECONDS", 0)
     for may_stop_early, shown in ((True, "  at most "), (False, "  0 min ")):
-        runs.Progress(100, 0, 256, may_stop_early).update(10, 2.5, 1e-3)
+        run_log.Progress(100, 0, 256, may_stop_early).update(10, 2.5, 1e-3)
         assert shown in capsys.readouterr().err
 
 
 def test_what_is_said_after_the_progress_line_starts_a_line_of_its_own(capsys):
-    progress = runs.Progress(100, 0, 256)
+    progress = run_log.Progress(100, 0, 256)
     progress.terminal, progress.drawn = True, True  # a progress line is drawn on a terminal
     with pytest.raises(KeyboardInterrupt), progress:  # a second Ctrl-C leaves the loop at once
         raise KeyboardInterrupt
@@ -537,7 +537,7 @@ def test_what_is_said_after_the_progress_line_starts_a_line_of_its_own(capsys):
 @pytest.mark.parametrize("seconds, said", [(239.6, "4 min 00 s"), (59.5, "1 min 00 s"), (59.4, "0 min 59 s"),
                                            (3725, "62 min 05 s"), (0.2, "0 min 00 s")])
 def test_duration_never_says_60_s(seconds, said):
-    assert runs.duration(seconds) == said
+    assert wording.duration(seconds) == said
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -700,9 +700,10 @@ def test_a_recipe_that_needs_init_from_says_so_in_one_line(tmp_path):
 
 
 def test_a_gpt2s_own_shape_wins_over_config_and_the_recipe_and_a_recipes_seq_len_yields():
-    s = settings_of(recipe="gpt2", init_from="gpt2", **config.RECIPES["gpt2"])  # seq_len 128, from the recipe
-    gpt2.adopt_shape(s, SMALL_GPT2, "gpt2", given=set())
+    asked = settings_of(recipe="gpt2", init_from="gpt2", **config.RECIPES["gpt2"])  # seq_len 128, from the recipe
+    s = gpt2.adopt_shape(asked, SMALL_GPT2, "gpt2", given=set())
     assert (s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.seq_len) == (24, 16, 4, 2, 64, 24)
+    assert (asked.context_len, asked.seq_len) == (config.context_len, 128)  # new settings; the ones asked for stay
 
 
 @pytest.mark.parametrize("typed, refused", [({"context_len": 64}, "--context_len 64 disagrees with the GPT-2"),
@@ -785,4 +786,4 @@ def test_a_finished_run_is_extended_by_more_steps(tmp_path, corpus):
 def test_a_run_without_matplotlib_says_once_how_to_get_losses_png(tmp_path, corpus, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails, as where it is not installed
     folder = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=30, eval_interval=10))
-    assert capsys.readouterr().out.count(runs.NO_PLOT) == 1 and not (folder / "losses.png").exists()
+    assert capsys.readouterr().out.count(run_log.NO_PLOT) == 1 and not (folder / "losses.png").exists()
