@@ -47,8 +47,9 @@ def set_value(session, name, text):
 
 
 def settings_line(session):
-    s, off = session.sampling, {True: " (off)", False: ""}
-    return (f"temperature {s.temperature}, top_k {s.top_k}{off[s.top_k == 0]}, top_p {s.top_p}{off[s.top_p == 1]}, "
+    sampling, off = session.sampling, {True: " (off)", False: ""}
+    return (f"temperature {sampling.temperature}, top_k {sampling.top_k}{off[sampling.top_k == 0]}, "
+            f"top_p {sampling.top_p}{off[sampling.top_p == 1]}, "
             f"up to {session.max_new_tokens} new tokens, seed {session.seed}, window {session.window} tokens")
 
 
@@ -63,11 +64,11 @@ started with --exact, your tokens are continued as they are. Characters it has n
 def help_text(session):
     end, why = REPLY_ENDS_SAID[checkpoint.corpus_kind(session.model.meta)]
     commands = [(f"{command} {arg}", what) for command, (_, arg, what) in SETTERS.items()]
-    commands += [(command, what) for command, (_, what) in SHOWN.items()] + [("/quit", "leave")]
+    commands += [(command, what) for command, (_, what) in REPORTS.items()] + [("/quit", "leave")]
     return "\n".join([HELP.format(end=end, why=why), *(f"  {command:<10} {what}" for command, what in commands)])
 
 
-SHOWN = {"/settings": (settings_line, "show the settings now"),  # command: (what it prints, what it does)
+REPORTS = {"/settings": (settings_line, "show the settings now"),  # command: (what it prints, what it does)
          "/models": (lambda session: runs.runs_table(session.home), "list the runs, as talk.py --list does"),
          "/help": (help_text, "this text")}
 
@@ -78,10 +79,10 @@ def run_command(session, line):
     if command == "/quit":
         return False
     try:
-        if command in SHOWN:
-            print(SHOWN[command][0](session))
+        if command in REPORTS:
+            print(REPORTS[command][0](session))
         elif command not in SETTERS:
-            warn(f"unknown command {command}; the commands are {', '.join([*SETTERS, *SHOWN, '/quit'])}")
+            warn(f"unknown command {command}; the commands are {', '.join([*SETTERS, *REPORTS, '/quit'])}")
         elif len(values) != 1:
             raise InputError(f"{command} takes one value")
         else:
