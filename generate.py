@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import config
-from engineering import checkpoint, prompting
+import gradcheck
+from engineering import checkpoint, learners, prompting
 from engineering.errors import InputError, run_script
 from transformer import forward_cached
 
@@ -129,10 +130,12 @@ def continue_prompt(model, text, asked, sampling, rng):
 def main(argv=None):
     p = prompting.sampling_parser(config, "Continue a prompt with a trained model (see talk.py for a conversation).")
     p.add_argument("prompt", help="the text to continue")
+    learners.add_options(p, gradcheck.TRACKS)
     args = prompting.parse_sampling(p, argv)
     model = prompting.load_for_sampling(args, config.checkpoint)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
-    continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
+    with learners.in_place(args, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+        continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import config
-from engineering import checkpoint, gpt2, runs, settings
+import gradcheck
+from engineering import checkpoint, gpt2, learners, runs, settings
 from engineering.corpus import corpus_file, make_windows, plural, read_corpus, token_lengths
 from engineering.errors import InputError, run_script
 from engineering.parallel import DataParallel, processes_for
@@ -43,6 +44,7 @@ def train(s, resume_from=None, name=None, given=()):
     """The whole job: a new run in s.checkpoint, named name (None: by its start time and corpus), or the
     run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
     Sampling(s.temperature, s.top_k, s.top_p)  # the settings of the samples, checked by their rules before the work
+    learners.keep_in_this_process(s)  # --exercises: the learner's functions are in this process only
     if s.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
         gpt2.adopt_shape(s, gpt2.read_config(s.init_from), s.init_from, given)
     if s.recipe:
@@ -309,17 +311,20 @@ def main(argv=None):
     job.add_argument("--remove", metavar="NAME", help="remove the run NAME, its folder with every file in it, after "
                                                       "asking, and leave")
     p.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
+    learners.add_options(p, gradcheck.TRACKS)
     args = p.parse(argv)
     s, given = p.settings(args), settings.given(argv)
     if args.list:
         print(runs.runs_table(Path(s.checkpoint)))
     elif args.remove is not None:
         runs.remove(Path(s.checkpoint), args.remove, args.yes)
-    elif args.resume is not None:
-        s, folder = runs.resume_settings(s, argv, args.resume, p)
-        train(s, resume_from=folder, given=given)
     else:
-        train(s, name=getattr(args, "name", None), given=given)
+        with learners.in_place(args, gradcheck):  # --exercises TRACK: the functions you wrote, judged, in place
+            if args.resume is not None:
+                s, folder = runs.resume_settings(s, argv, args.resume, p)
+                train(s, resume_from=folder, given=given)
+            else:
+                train(s, name=getattr(args, "name", None), given=given)
 
 
 if __name__ == "__main__":
