@@ -3,6 +3,7 @@
     python train.py                                     # config.py's settings, on data/sample.csv
     python train.py --recipe book --corpus_path my.txt --name mybook  # a book of your own, its recipe, a name
     python train.py --resume mybook                     # continue an interrupted run (no name: the latest one)
+    python train.py --exercises derive                  # the GPT you wrote in exercises/derive/ (docs/exercises.md)
 
 The corpus is a CSV, whose rows are documents, or any other file as one exact text. Its training
 part becomes one token stream, cut into windows of seq_len + 1 tokens every `stride` tokens: the
