@@ -27,6 +27,7 @@ import ast
 import contextlib
 import io
 import sys
+import types
 from pathlib import Path
 from typing import NamedTuple
 
@@ -143,7 +144,7 @@ def not_passed(problems, track, folder, default_folder):
 
 def load(path, number):
     """The learner's file, run as a module of its own (not in sys.modules: another file may have its name)."""
-    module = type(sys)(f"exercises_{number}_{path.stem}")
+    module = types.ModuleType(f"exercises_{number}_{path.stem}")
     module.__file__ = str(path)
     code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
     exec(code, vars(module))  # a mistake in the learner's file keeps its traceback, which ends in their line
@@ -183,8 +184,8 @@ def plain_trainer(texts, num_merges):
 # --- putting them in place ----------------------------------------------------------------------------------
 
 def project_modules():
-    """The project's modules loaded in this process: the top level's (the script run as __main__ included) and the
-    package's. A module may be loaded twice (generate.py run is __main__, and imported as generate by nothing)."""
+    """The project's modules loaded in this process: the top level's and the package's. A file may be loaded twice:
+    train.py run is __main__, and the judge of the schedule imports it as train."""
     found = []
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
@@ -207,6 +208,10 @@ def replacements(functions):
     if any(dotted.startswith("tokenizer.") for dotted in functions):
         replacing["tokenizer.BPETokenizer.train"] = staticmethod(plain_trainer)
     return replacing
+
+
+# the replacements in place now, while swapped's with-block runs: keep_in_this_process asks
+IN_PLACE = []
 
 
 @contextlib.contextmanager
@@ -238,10 +243,6 @@ def swapped(replacing, learner_modules):
         IN_PLACE.pop()
         for holder, name, value in reversed(undo):
             setattr(holder, name, value)
-
-
-# the replacements in place now, while swapped's with-block runs: keep_in_this_process asks
-IN_PLACE = []
 
 
 def keep_in_this_process(s):

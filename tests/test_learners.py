@@ -193,6 +193,17 @@ def test_a_folder_with_nothing_written_leaves_every_function_the_projects(tmp_pa
            f"the project's" in result.stderr
 
 
+def test_a_run_with_the_learners_functions_keeps_to_their_process(tmp_path, corpus):
+    folder = write_exercises(tmp_path / "derive", ["linear"])  # judged by gradcheck.py itself
+    with Ran(folder) as ran:
+        result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", "2",
+                          "--exercises", "derive", "--exercises-dir", folder, "--name", "one")
+    assert result.returncode == 0, result.stderr
+    assert "--exercises: one process, this one, where your functions are (not --processes 2)" in result.stderr
+    assert checkpoint.load(tmp_path / "home" / "runs" / "one").meta["settings"]["processes"] == 1
+    assert ran.calls == {"linear_forward", "linear_backward"}
+
+
 @pytest.mark.parametrize("args, said", [
     (["--exercises-dir", "somewhere"], "--exercises-dir and --even-if-wrong go with --exercises TRACK"),
     (["--exercises", "derive", "--exercises-dir", "no/such/folder"], "--exercises-dir no/such/folder: there is no "
