@@ -119,7 +119,8 @@ def params_of(home, name):
 
 def test_a_function_is_the_learners_once_its_body_is_more_than_the_stubs_raise(tmp_path):
     (tmp_path / "layernorm.py").write_text(
-        'def layernorm_forward(x, gain, shift, eps):\n    """the stub\'s docstring"""\n    raise NotImplementedError\n\n'
+        'def layernorm_forward(x, gain, shift, eps):\n    """the stub\'s docstring"""\n'
+        "    raise NotImplementedError\n\n"
         "def layernorm_backward(dout, cache):\n    xhat, rstd, gain = cache\n    raise NotImplementedError\n")
     (tmp_path / "softmax.py").write_text('def softmax(x):\n    raise NotImplementedError("yours")\n')
     (tmp_path / "adamw.py").write_text("class Adam:\n    def step(self, params, grads, lr):\n        self.t += 1\n")
