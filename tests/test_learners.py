@@ -2,6 +2,7 @@
 talk.py and lab.py (engineering/learners.py). The learner's files are written here into a scratch folder, each
 filled with the project's own body (or a body made wrong on purpose), as a learner who got them right would have."""
 
+import argparse
 import importlib
 import inspect
 import sys
@@ -13,6 +14,8 @@ import pytest
 from conftest import run_main, tiny_args
 import gradcheck
 import lab
+import train
+import transformer
 from engineering import checkpoint, learners, prompting
 from generate import Sampling
 
@@ -128,6 +131,22 @@ def test_a_function_is_the_learners_once_its_body_is_more_than_the_stubs_raise(t
     assert found == [learners.Exercise("layernorm", tmp_path / "layernorm.py", ("transformer.layernorm_backward",),
                                        ("transformer.layernorm_forward",)),
                      learners.Exercise("adamw", tmp_path / "adamw.py", ("train.Adam.step",), ())]
+
+
+def test_each_written_function_is_the_learners_under_every_name_the_project_and_the_learner_call_it_by(tmp_path,
+                                                                                                      monkeypatch):
+    folder = write_exercises(tmp_path / "derive", ["layernorm", "block", "model", "adamw"])
+    approved(monkeypatch, [])
+    args = argparse.Namespace(exercises="derive", exercises_dir=str(folder), even_if_wrong=False)
+    with learners.in_place(args, gradcheck):
+        assert transformer.layernorm_forward.__code__.co_filename == str(folder / "layernorm.py")
+        # the learner's block imported layernorm_forward from transformer: their own, once written
+        assert transformer.block_forward.__globals__["layernorm_forward"] is transformer.layernorm_forward
+        assert train.loss_and_grads.__code__.co_filename == str(folder / "model.py")  # train.py imported it by name
+        assert lab.forward is transformer.forward and lab.layernorm_forward is transformer.layernorm_forward
+        assert train.Adam.step.__code__.co_filename == str(folder / "adamw.py")
+    assert transformer.layernorm_forward.__code__.co_filename == transformer.__file__
+    assert train.Adam.step.__code__.co_filename == train.__file__
 
 
 # --- train.py --exercises ---------------------------------------------------------------------------------------
