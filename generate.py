@@ -126,15 +126,18 @@ def continue_prompt(model, text, asked, sampling, rng):
 
 
 def main(argv=None):
-    from engineering import prompting
+    import gradcheck  # the command line's own: `import generate` loads the model and the sampling
+    from engineering import learners, prompting
 
     parser = prompting.sampling_parser(config, "Continue a prompt with a trained model (see talk.py for a "
                                                "conversation).")
     parser.add_argument("prompt", help="the text to continue")
+    learners.add_options(parser, gradcheck.TRACKS)
     args = prompting.parse_sampling(parser, argv)
     model = prompting.load_for_sampling(args, config.checkpoint)
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
-    continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
+    with learners.in_place(args, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+        continue_prompt(model, args.prompt, args, sampling, np.random.default_rng(args.seed))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import webbrowser
 import numpy as np
 
 import config
-from engineering import lab_server, prompting, run_log, runs
+import gradcheck
+from engineering import lab_server, learners, prompting, run_log, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser
 from generate import Sampling, filtered_probs, generate
@@ -309,6 +310,7 @@ def command_line(argv):
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on: another than this machine's own "
                                                        "(127.0.0.1) lets other machines of the network use your lab")
     p.add_argument("--open", action="store_true", help="open the page in the browser (nothing opens by default)")
+    learners.add_options(p, gradcheck.TRACKS)
     args = prompting.parse_sampling(p, argv)
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be from 0 to 65535, got {args.port}")
@@ -321,6 +323,12 @@ def command_line(argv):
 
 def main(argv=None):
     args = command_line(argv)
+    with learners.in_place(args, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+        serve(args)
+
+
+def serve(args):
+    """Read the model, start the server and serve until Ctrl-C."""
     args.window = 0
     model = prompting.load_for_sampling(args, config.checkpoint, decoding=False)  # step_over adds its packed buffer
     models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models

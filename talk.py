@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 import config
-from engineering import checkpoint, prompting, runs
+import gradcheck
+from engineering import checkpoint, learners, prompting, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import check_seed
 from engineering.prompting import REPLY_ENDS_SAID, warn
@@ -120,6 +121,7 @@ def main(argv=None):
     parser = prompting.sampling_parser(config, "Talk to a trained model: type text, it continues it "
                                                "(settings from config.py).")
     parser.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
+    learners.add_options(parser, gradcheck.TRACKS)
     session = prompting.parse_sampling(parser, argv)  # the conversation keeps the command line's settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
@@ -134,7 +136,8 @@ def main(argv=None):
     if sys.stdin.isatty():
         with contextlib.suppress(ImportError):  # a platform without it works, without the editing
             import readline  # noqa: F401  line editing and history for input(), on a terminal only
-    converse(session, sys.stdin.isatty())
+    with learners.in_place(session, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+        converse(session, sys.stdin.isatty())
 
 
 if __name__ == "__main__":

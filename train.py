@@ -3,6 +3,7 @@
     python train.py                                     # config.py's settings, on data/sample.csv
     python train.py --recipe book --corpus_path my.txt --name mybook  # a book of your own, its recipe, a name
     python train.py --resume mybook                     # continue an interrupted run (no name: the latest one)
+    python train.py --exercises derive                  # the GPT you wrote in exercises/derive/ (docs/exercises.md)
 
 The corpus is a CSV, whose rows are documents, or any other file as one exact text. Its training
 part becomes one token stream, cut into windows of seq_len + 1 tokens every `stride` tokens: the
@@ -42,9 +43,10 @@ def train(settings, resume_from=None, name=None, given=()):
     run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
     # the run's engineering is imported where it is used, so that `import train` (the lab, the tests, the
     # exercises, which read its functions) loads the model and the loop's pieces, not the run folders
-    from engineering import gpt2, run_log, runs
+    from engineering import gpt2, learners, run_log, runs
 
     Sampling(settings.temperature, settings.top_k, settings.top_p)  # the samples' settings, checked before the work
+    settings = learners.kept_in_this_process(settings)  # --exercises: your functions are in this process only
     if settings.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
         settings = gpt2.adopt_shape(settings, gpt2.read_config(settings.init_from), settings.init_from, given)
     if settings.recipe:
@@ -317,7 +319,8 @@ class Diverged(InputError):
 
 
 def main(argv=None):
-    from engineering import runs
+    import gradcheck  # the command line's own, as the engineering below: `import train` stays light
+    from engineering import learners, runs
 
     argv = sys.argv[1:] if argv is None else argv
     parser = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
@@ -336,17 +339,20 @@ def main(argv=None):
     job.add_argument("--remove", metavar="NAME", help="remove the run NAME, its folder with every file in it, after "
                                                       "asking, and leave")
     parser.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
+    learners.add_options(parser, gradcheck.TRACKS)
     args = parser.parse(argv)
     settings, typed = parser.settings(args), given(argv)
     if args.list:
         print(runs.runs_table(Path(settings.checkpoint)))
     elif args.remove is not None:
         runs.remove(Path(settings.checkpoint), args.remove, args.yes)
-    elif args.resume is not None:
-        settings, folder = runs.resume_settings(settings, argv, args.resume, parser)
-        train(settings, resume_from=folder, given=typed)
     else:
-        train(settings, name=getattr(args, "name", None), given=typed)
+        with learners.in_place(args, gradcheck):  # --exercises TRACK: the functions you wrote, judged, in place
+            if args.resume is not None:
+                settings, folder = runs.resume_settings(settings, argv, args.resume, parser)
+                train(settings, resume_from=folder, given=typed)
+            else:
+                train(settings, name=getattr(args, "name", None), given=typed)
 
 
 if __name__ == "__main__":

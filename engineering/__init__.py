@@ -13,6 +13,7 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
     lab_server.py       lab.py's server: its rules on this machine, the models it holds; lab/ holds its page
     parallel.py         a batch shared out to several processes, their gradients averaged
+    learners.py         --exercises TRACK: the functions the learner wrote, judged, in the project's place
     files.py            files written whole or not at all; JSON read with its problem told
     errors.py           InputError, a person's bad input, and how a script says it in one line
     wording.py          how things are said to a person: counts, durations, the commands to type

@@ -282,6 +282,7 @@ def run_generate(*args):
 
 SAMPLING_OPTIONS = {"--help", "--checkpoint", "--temperature", "--top_k", "--top_p", "--max_new_tokens", "--seed", "--exact",
                     "--window", "--strict", "--full",
+                    "--exercises", "--even",  # --exercises TRACK, --exercises-dir, --even-if-wrong, as \w+ reads them
                     "--list"}  # talk.py's option; --checkpoint's help names it (python talk.py --list)
 
 
