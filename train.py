@@ -341,6 +341,8 @@ def main(argv=None):
     parser.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
     learners.add_options(parser, gradcheck.TRACKS)
     args = parser.parse(argv)
+    if args.yes and args.remove is None:
+        raise InputError("--yes goes with --remove NAME (remove without asking); to train, leave --yes out")
     settings, typed = parser.settings(args), given(argv)
     if args.list:
         print(runs.runs_table(Path(settings.checkpoint)))

@@ -229,6 +229,20 @@ def save_resume_state(folder, params, opt_state, progress):
     publish_staged([folder / "resume.npz", folder / "resume.json"])
 
 
+def check_resume_files(folder):
+    """The contents of resume.json, once resume.npz is there and is the file it was saved with; FileNotFoundError
+    where the run has no resume state yet, InputError naming the file that is damaged."""
+    record = current_record(Path(folder), "resume.json", RESUME_FILES)
+    if not record.is_file():
+        raise FileNotFoundError(record)
+    progress = read_record(record)
+    if not (Path(folder) / "resume.npz").is_file():
+        raise damaged(Path(folder) / "resume.npz", "it is missing")
+    if not isinstance(progress, dict) or sha256_of(Path(folder) / "resume.npz") != progress.get("resume_sha256"):
+        raise damaged(Path(folder) / "resume.npz", "it does not match resume.json")
+    return progress
+
+
 def read_progress(folder):
     """What resume.json says of where training stood in folder (as its last save left it: current_record)."""
     return read_record(current_record(Path(folder), "resume.json", RESUME_FILES))

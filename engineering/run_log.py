@@ -166,8 +166,13 @@ def finishing(run):
     try:
         yield
     except KeyboardInterrupt:
-        said = (f"stopped at once by a second Ctrl-C at step {run.step:,}; {run.where_the_model_is()}, and the state "
-                f"last saved at a validation resumes with: python train.py --resume {run.folder.name}")
+        if (run.folder / "resume.json").exists():
+            said = (f"stopped at once by a second Ctrl-C at step {run.step:,}; {run.where_the_model_is()}, and the "
+                    f"state last saved at a validation resumes with: python train.py --resume {run.folder.name}"
+                    f"{home_option(run.folder.parent.parent)}")
+        else:  # stopped before its first validation saved anything: its folder goes too (below)
+            said = (f"stopped at once by a second Ctrl-C at step {run.step:,}, before the run's first validation: "
+                    f"nothing was saved, and the run leaves no folder; start it again to train it")
         print(said, file=sys.stderr, flush=True)
         raise SystemExit(130) from None
     finally:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from engineering import checkpoint
+from engineering import checkpoint, gpt2
 from engineering.errors import InputError
 from engineering.settings import given
 from engineering.wording import plural, removal, talk_command
@@ -80,15 +80,28 @@ def new_run_folder(home, name, given):
     raise InputError(f"cannot make a run folder in {home}/runs/")
 
 
+# the files a --checkpoint value may name for the folder that holds them: a run's model, or a GPT-2's
+MODEL_FILE_NAMES = ("model.json", *checkpoint.MODEL_FILES, *gpt2.FILES)
+
+
 def find(value, home):
     """The folder a --checkpoint value names: a folder as it is, the folder of a file in it (model.npz);
     else a run of home/runs/ by its name, or by the start of its name where it starts one run's name
     only. InputError where it names none, or starts the names of several runs."""
     path = Path(value)
+    if not value.strip():
+        raise InputError("--checkpoint '' names nothing: give a run's name (python talk.py --list lists them) or a "
+                         "folder, or leave --checkpoint out for the latest finished run")
     if path.is_file():
+        if path.name not in MODEL_FILE_NAMES:
+            raise InputError(f"{value} is a file, not a run's folder: give the folder that holds model.json, or a "
+                             f"run's name (python talk.py --list lists them)")
         return path.parent
-    if path.is_dir() or "/" in value or os.sep in value:
+    if path.is_dir():
         return path
+    if "/" in value or os.sep in value:
+        raise InputError(f"there is no folder {value}/: give a run's folder that exists, or a run's name (python "
+                         f"talk.py --list lists them)")
     names = [run.name for run in run_folders(home)]
     starting = [name for name in names if name.startswith(value)]
     if value in names or len(starting) == 1:
@@ -126,17 +139,24 @@ class RunSummary:
     has_model: bool  # it saved a model (at its first validation)
     best_bpc: float  # bits per character of its best model on the held-out text; nan before its first validation
     damaged: str  # what is wrong with its model's files, "" where nothing is
+    resume_damaged: str  # what is wrong with its resume state's files, "" where nothing is (or there is none)
+    training: bool  # a training holds its lock now
 
     def state(self):
+        """What the run is now, as --list, talk's /models and the lab say it: training, DAMAGED (its model),
+        no model yet, finished or interrupted, and whether its resume state is damaged."""
         if self.damaged:
             return "DAMAGED"
+        if self.training:
+            return "training"
         if not self.has_model and self.total_steps is None:
-            return "no model yet"  # killed before its first save, or training towards it now
-        return "finished" if self.done else "interrupted"
+            return "no model yet"  # killed before its first save
+        return ("finished" if self.done else "interrupted") + (", resume DAMAGED" if self.resume_damaged else "")
 
 
 def summarize(folder):
-    """The RunSummary of a run folder, its model's files checked (checkpoint.check_files)."""
+    """The RunSummary of a run folder: its lock tried, its model's and its resume state's files checked
+    (checkpoint.check_files, checkpoint.check_resume_files)."""
     record = checkpoint.current_record(folder, "model.json", checkpoint.MODEL_FILES)
     meta = read_or_empty(record)
     progress = read_or_empty(checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES))
@@ -147,6 +167,12 @@ def summarize(folder):
             checkpoint.check_files(folder)
         except InputError as err:
             damaged = str(err)
+    resume_damaged = ""
+    with contextlib.suppress(FileNotFoundError):  # no resume state yet: nothing to be damaged
+        try:
+            checkpoint.check_resume_files(folder)
+        except InputError as err:
+            resume_damaged = str(err)
     corpus, best_bpc = "?", math.nan
     with contextlib.suppress(KeyError, TypeError, AttributeError):
         corpus = Path(meta["corpus"]["path"] if meta else progress["settings"]["corpus_path"]).name
@@ -155,7 +181,7 @@ def summarize(folder):
     step, total = progress.get("step", meta.get("steps", 0)), progress.get("total_steps")
     done = bool(progress) and progress.get("done", step == total)  # a run that saved no resume state yet is not done
     return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, total, done, record.exists(),
-                      best_bpc, damaged)
+                      best_bpc, damaged, resume_damaged, is_training(folder))
 
 
 def read_or_empty(path):
@@ -205,6 +231,7 @@ def runs_table(home):
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     lines += [f"{run.folder.name} is damaged: {run.damaged}" for run in runs if run.damaged]
+    lines += [f"{run.folder.name} cannot resume: {run.resume_damaged}" for run in runs if run.resume_damaged]
     lines += [f"{run.folder.name} has no model yet: if no training is writing to it, {removal(home, run.folder.name)} "
               f"frees its name" for run in runs if run.state() == "no model yet"]
     lines += [f"{removal(home, 'NAME')} removes a run, its folder and every file in it"]
@@ -238,13 +265,19 @@ def run_to_resume(home, name=None, extending=False):
     interrupted run of home. InputError where there is none, where it saved no state to resume from, or where
     it is finished and not extending (a --max_steps, --epochs or --patience of its own given)."""
     if name is None:
-        interrupted = [run for run in summarize_runs(home) if not run.done and run.total_steps is not None]
+        interrupted = [run for run in summarize_runs(home)
+                       if not run.done and run.total_steps is not None and not run.training]
         if not interrupted:
             raise InputError(f"no interrupted run in {home}/runs/ to resume (python talk.py --list lists the runs); "
                              f"start a new run without --resume")
         return interrupted[0].folder
     folder = find(name, home)
     run = summarize(folder)
+    if run.training:
+        raise InputError(f"the run {folder.name} is being trained now: wait for its training to finish (Ctrl-C "
+                         f"stops it, and then it resumes), or start a new run without --resume")
+    if run.resume_damaged:
+        raise InputError(run.resume_damaged)
     if run.total_steps is None and run.has_model and not run.damaged:
         raise InputError(f"the run {folder.name} saved its model but no state to resume from (it was stopped "
                          f"between the two), so it cannot go on; its model is whole: {talk_command(folder)}. "
@@ -279,13 +312,16 @@ def resume_settings(s, argv, name, parser):
     return resumed, folder
 
 
+LOCK_WAIT = 0.5  # seconds a training waits for a run's lock: a listing that tries it (is_training) holds it an instant
+
+
 @contextlib.contextmanager
 def locked(folder):
     """Hold folder/.lock for the with-block, so that two trainings never write into one run at once; the
     system drops the lock when its process ends, however it ends. InputError if it is held."""
     lock = FileLock(Path(folder) / ".lock")
     try:
-        lock.acquire(timeout=0)
+        lock.acquire(timeout=LOCK_WAIT)
     except Timeout:
         raise InputError(f"another training is writing to {folder}/; wait for it to finish, or start a new run") \
             from None
@@ -293,3 +329,20 @@ def locked(folder):
         yield
     finally:
         lock.release()
+
+
+def is_training(folder):
+    """Whether a training holds the run folder's lock now: the lock is tried, and let go at once where it is free.
+    A folder with no .lock was never trained here; one that cannot be opened (another user's) is not ours to say."""
+    path = Path(folder) / ".lock"
+    if not path.exists():
+        return False
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False

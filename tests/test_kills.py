@@ -398,8 +398,9 @@ def test_a_second_training_of_a_run_refuses_in_one_line_and_a_killed_one_leaves_
     assert helpers, "a run on 2 processes starts a worker"
     second = start("train.py", "--resume", "held", "--checkpoint", home, real=True)
     status, _, err = second.finish()
-    assert status == 2 and err == (f"error: another training is writing to {home}/runs/held/; wait for it to "
-                                   f"finish, or start a new run\n"), (status, err)
+    assert status == 2 and err == ("error: the run held is being trained now: wait for its training to finish "
+                                   "(Ctrl-C stops it, and then it resumes), or start a new run without --resume\n"), \
+        (status, err)  # said before the corpus is read
     beside = start("train.py", *train_args(corpus, home, seed=2, max_steps=3), "--name", "beside")
     status, out, err = beside.finish()
     assert status == 0 and f"Its model is in {home}/runs/beside/" in out, (status, out, err)  # a new run trains

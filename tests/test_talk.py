@@ -218,8 +218,10 @@ def home_of_runs(tiny_checkpoint, tiny_play_checkpoint, tmp_path):
     edit_json(runs / "halfway" / "resume.json", lambda progress: progress.update(done=False, step=200))
     truncate_weights(runs / "broken")
     (runs / "interrupted").mkdir()
+    shutil.copy(tiny_checkpoint / "resume.npz", runs / "interrupted")  # its resume state is whole, and no model yet
     (runs / "interrupted" / "resume.json").write_text(json.dumps(
-        {"step": 40, "total_steps": 2200, "done": False, "settings": {"corpus_path": "data/poems.txt"}}))
+        {"step": 40, "total_steps": 2200, "done": False, "settings": {"corpus_path": "data/poems.txt"},
+         "resume_sha256": checkpoint.sha256_of(runs / "interrupted" / "resume.npz")}))
     for age, name in enumerate(SAVED):
         for file in (runs / name).iterdir():  # an hour apart, the first named the last saved
             os.utime(file, (1_800_000_000 - 3600 * age,) * 2)
@@ -358,7 +360,7 @@ def edit_description(change):
 
 
 @pytest.mark.parametrize("damage, said", [
-    (lambda folder: shutil.rmtree(folder), "no model in {folder}/"),
+    (lambda folder: shutil.rmtree(folder), "there is no folder {folder}/: give a run's folder that exists"),
     (lambda folder: (folder / "model.json").unlink(), "no model in {folder}/"),
     (lambda folder: (folder / "model.tok.json").unlink(),
      "{folder}/model.tok.json is damaged (it is missing): restore it from a copy"),

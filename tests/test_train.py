@@ -787,3 +787,59 @@ def test_a_run_without_matplotlib_says_once_how_to_get_losses_png(tmp_path, corp
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails, as where it is not installed
     folder = train.train(tiny_settings(tmp_path / "ck", corpus, max_steps=30, eval_interval=10))
     assert capsys.readouterr().out.count(run_log.NO_PLOT) == 1 and not (folder / "losses.png").exists()
+
+
+def test_a_run_being_trained_is_listed_as_training_and_not_resumed(home, capsys):
+    with runs.locked(home / "runs" / "done"):  # as a training holds it
+        assert runs.summarize(home / "runs" / "done").state() == "training"
+        assert "training" in next(line for line in runs.runs_table(home).splitlines() if " done " in line)
+        refused = run_main("train.py", "--resume", "done", "--max_steps", "999", "--checkpoint", home)
+    assert "the run done is being trained now: wait for its training to finish" in one_line_error(refused)
+    assert "corpus:" not in refused.stdout  # refused before the corpus is read
+    assert runs.summarize(home / "runs" / "done").state() == "finished"  # the lock let go, and the try left no hold
+
+
+def test_a_run_whose_resume_state_is_damaged_is_listed_so_and_its_model_still_read(home):
+    resume = home / "runs" / "done" / "resume.npz"
+    resume.write_bytes(resume.read_bytes()[:1000])  # truncated, as a full disk or a copy cut short leaves it
+    run = runs.summarize(home / "runs" / "done")
+    assert run.state() == "finished, resume DAMAGED" and not run.damaged
+    assert f"done cannot resume: {resume} is damaged (it does not match resume.json)" in runs.runs_table(home)
+    assert runs.default_run(home) == home / "runs" / "done"  # its model is whole: talk.py reads it
+    with pytest.raises(InputError, match="resume.npz is damaged"):
+        runs.run_to_resume(home, "done", extending=True)
+
+
+@pytest.mark.parametrize("value, said", [("", "--checkpoint '' names nothing"),
+                                         ("nowhere/run", "there is no folder nowhere/run/"),
+                                         ("notes.txt", "notes.txt is a file, not a run's folder")])
+def test_a_checkpoint_that_is_no_folder_is_said_to_be_what_it_is(home, value, said, monkeypatch):
+    monkeypatch.chdir(home)
+    (home / "notes.txt").write_text("not a model")
+    with pytest.raises(InputError, match=re.escape(said)):
+        runs.find(value, home)
+    assert runs.find("runs/done/model.npz", home) == Path("runs/done")  # a model's own file names its folder
+
+
+def test_yes_without_remove_is_refused_rather_than_training(tmp_path):
+    refused = run_main("train.py", "--yes", "--checkpoint", tmp_path / "ck")
+    assert one_line_error(refused).startswith("error: --yes goes with --remove NAME")
+    assert not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("saved", [False, True])
+def test_a_second_ctrl_c_says_what_was_kept(tmp_path, saved, capsys):
+    folder = tmp_path / "ck" / "runs" / "cut"
+    folder.mkdir(parents=True)
+    if saved:
+        (folder / "resume.json").write_text("{}")
+    run = run_log.Run(folder, total_steps=100, corpus={}, step=69)
+    with pytest.raises(SystemExit) as stop, run_log.finishing(run):
+        raise KeyboardInterrupt
+    said = capsys.readouterr().err
+    assert stop.value.code == 130 and folder.exists() == saved
+    if saved:
+        assert f"resumes with: python train.py --resume cut --checkpoint {tmp_path / 'ck'}" in said
+    else:
+        assert "before the run's first validation: nothing was saved, and the run leaves no folder" in said
+        assert "--resume" not in said
