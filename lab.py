@@ -289,11 +289,19 @@ def api(models, settings):
                                         "sampling": {"temperature": settings.temperature, "top_k": settings.top_k,
                                                      "top_p": settings.top_p}},
         ("POST", "/api/look"): on_model(look, sampling_of),
-        ("POST", "/api/learn"): on_model(learn, lambda body: lab_server.number_field(body, "lr")),
+        ("POST", "/api/learn"): on_model(learn, lr_field),
         ("POST", "/api/continue"): on_model(continue_text, sampling_of,
                                             lambda body: lab_server.whole_field(body, "seed", settings.seed)),
         ("GET", "/api/runs"): lambda: runs_view(models, memo),
     }
+
+
+def lr_field(body):
+    """The request's step size, "lr": a number, 0 or more (a step too long to give a loss is said in the answer)."""
+    lr = lab_server.number_field(body, "lr")
+    if lr < 0:
+        raise lab_server.RequestError(400, f'"lr" must be 0 or more: the step goes down the gradient; got {lr:g}')
+    return lr
 
 
 SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "seed")  # of config.py: the model, and how the page starts

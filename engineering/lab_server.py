@@ -23,10 +23,11 @@ import collections
 import errno
 import http.server
 import json
-import math
+import re
 import socket
 import sys
 import threading
+import time
 import traceback
 from http import HTTPStatus
 from pathlib import Path
@@ -35,8 +36,13 @@ from engineering import checkpoint, gpt2, runs
 from engineering.errors import InputError
 
 MAX_BODY = 64 * 1024  # bytes of a request's body: a text of thousands of tokens fits many times over
-DRAIN = 1024 * 1024  # bytes of a refused body still read, so that the refusal reaches a client still sending it
-TIMEOUT = 30  # seconds a connection may leave the server waiting for the rest of its request
+DRAIN = 1024 * 1024  # bytes still read after an answer, so that it reaches a client still sending what was refused
+LINGER = 2  # seconds a connection is read from after its answer, at most
+TIMEOUT = 30  # seconds a connection may leave the server waiting for the rest of its request; then it is told 408
+LENGTH_DIGITS = 9  # digits of a Content-Length read: 999,999,999 bytes, far past MAX_BODY, and int() stays quick
+MAX_DEPTH = 4  # arrays and objects nested in a body: the API's are one object of texts and numbers
+BACKLOG = 64  # connections the kernel holds while the lab answers others: socketserver's 5 reset a burst of 20
+ONCE = ("Host", "Origin", "Content-Type", "Content-Length")  # the headers the rules read, refused when sent twice
 PAGE = Path(__file__).resolve().parent / "lab"
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/index.html": ("index.html", "text/html; charset=utf-8"),
           "/lab.js": ("lab.js", "text/javascript; charset=utf-8"), "/lab.css": ("lab.css", "text/css; charset=utf-8")}
@@ -59,8 +65,11 @@ class RequestError(Exception):
 
 # --- the fields of a request's JSON body ----------------------------------------------------------------------
 
-def shown(value):
-    """A value a request sent, for a message: its JSON, cut short. Example: shown("x" * 100) -> '"xxx...' (40 long)"""
+def json_excerpt(value):
+    """A value a request sent, as JSON cut to 40 characters, for a message (its nesting is bounded by MAX_DEPTH).
+
+    Example: json_excerpt("x" * 100) -> '"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (40 long)
+    """
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -69,7 +78,7 @@ def text_field(body, name):
     """body[name]: a text that is not empty and is valid Unicode; RequestError 400 saying what to send."""
     value = body.get(name)
     if not isinstance(value, str) or not value:
-        got = "nothing" if name not in body else shown(value)
+        got = "nothing" if name not in body else json_excerpt(value)
         raise RequestError(400, f'"{name}" must be a text that is not empty, such as {{"{name}": "The cat sat"}}; '
                                 f"got {got}")
     try:
@@ -79,12 +88,18 @@ def text_field(body, name):
     return value
 
 
-def number_field(body, name, default=None, least=0.0):
-    """body[name], or default where it is left out (None: it must be there): a finite number, least or more."""
+def number_field(body, name, default=None):
+    """body[name], or default where it is left out (None: it must be there): a number, as a float. The range each
+    field takes is checked where it is used (generate.Sampling's, lab.py's lr_field); here only that it is a
+    number a float holds: an integer is compared before it is converted (10**400 > the largest float, exactly,
+    where float(10**400) would raise), and a comparison is False for NaN."""
     value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < least:
-        got = "nothing" if name not in body else shown(value)
-        raise RequestError(400, f'"{name}" must be a finite number, {least:g} or more; got {got}')
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -sys.float_info.max <= value <= \
+            sys.float_info.max:
+        got = "nothing" if name not in body else f"the text {json_excerpt(value)}" if isinstance(value, str) else \
+            json_excerpt(value)
+        raise RequestError(400, f'"{name}" must be a number within a float\'s range (±1.8e308), such as '
+                                f'{{"{name}": 0.5}}; got {got}')
     return float(value)
 
 
@@ -92,7 +107,7 @@ def whole_field(body, name, default, least=0, most=2 ** 63 - 1):
     """body[name], or default where it is left out: a whole number from least to most."""
     value = body.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-        raise RequestError(400, f'"{name}" must be a whole number from {least} to {most}; got {shown(value)}')
+        raise RequestError(400, f'"{name}" must be a whole number from {least} to {most}; got {json_excerpt(value)}')
     return value
 
 
@@ -100,7 +115,7 @@ def name_field(body, name):
     """body[name]: a name (a text that is not empty), or None where it is left out or null."""
     value = body.get(name)
     if value is not None and (not isinstance(value, str) or not value or len(value) > 255):
-        raise RequestError(400, f'"{name}" must be a name from the list, or null; got {shown(value)}')
+        raise RequestError(400, f'"{name}" must be a name from the list, or null; got {json_excerpt(value)}')
     return value
 
 
@@ -141,7 +156,7 @@ class Models:
         named = {folder.name: folder for folder in runs.run_folders(self.home)}
         named.update({folder.name: folder for folder in self.held if folder.parent == self.home / "runs"})
         if run not in named:
-            raise RequestError(404, f"there is no run named {shown(run)} in {self.home}/runs/; choose one from the "
+            raise RequestError(404, f"there is no run named {json_excerpt(run)} in {self.home}/runs/; choose one from the "
                                     f"list")
         return named[run]
 
@@ -195,8 +210,11 @@ def one_line(text, most=300):
 class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "numpy-gpt-lab"
     sys_version = ""
-    timeout = TIMEOUT
     default_request_version = "HTTP/1.0"  # a request without a version still gets a status line, not a bare body
+
+    def setup(self):
+        self.timeout = TIMEOUT  # read here, so that a test can shorten it
+        super().setup()
 
     def do_GET(self):
         self.answer("GET")
@@ -210,9 +228,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = refuse_method
 
     def answer(self, method):
-        self.body_read = False
         try:
-            self.check_host(method)
+            self.check_headers(method)
             path = self.path.split("?", 1)[0]
             if method == "GET" and path in self.server.static:
                 self.send(200, *self.server.static[path])
@@ -227,8 +244,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 answer = function(*arguments)
             self.send_json(200, answer)
         except RequestError as err:
-            if method == "POST" and not self.body_read:
-                self.drain((self.headers.get("Content-Length") or "0").strip())
             self.send_json(err.status, {"error": one_line(err)})
         except InputError as err:  # a person's bad input, found by the project's code: a damaged run, say
             self.send_json(400, {"error": one_line(err)})
@@ -238,46 +253,64 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(500, {"error": one_line(f"a bug in the code: {type(err).__name__}: {err} (its traceback "
                                                    f"is in the terminal where the lab runs)")})
 
-    def check_host(self, method):
-        hosts = self.headers.get_all("Host") or []
-        if len(hosts) != 1 or hosts[0].strip().lower() not in self.server.hosts:
+    def check_headers(self, method):
+        """The headers the lab's rules read, each sent once: where one is sent twice, which of the two a proxy or a
+        browser acted on is unknown, so neither is believed. Then the Host, and a POST's Origin."""
+        for name in ONCE:
+            if len(self.headers.get_all(name) or []) > 1:
+                raise RequestError(400, f"the header {name} is sent twice: send it once")
+        host = (self.headers.get("Host") or "").strip().lower()
+        if host not in self.server.hosts:
             raise RequestError(403, f"this lab answers only requests to {self.server.url}")
         origin = self.headers.get("Origin")
         if method == "POST" and origin is not None and origin.lower() not in {f"http://{h}" for h in self.server.hosts}:
             raise RequestError(403, f"this lab answers only its own page, {self.server.url}")
 
+    def content_length(self):
+        """The body's length in bytes, as its Content-Length says: None where it says none (no header, or not
+        digits); a length of more than LENGTH_DIGITS digits is read as 10**LENGTH_DIGITS, more than any body the lab
+        takes, without converting thousands of digits (int() refuses 4,300 or more)."""
+        length = (self.headers.get("Content-Length") or "").strip()
+        if not (length.isascii() and length.isdigit()):
+            return None
+        return int(length) if len(length) <= LENGTH_DIGITS else 10 ** LENGTH_DIGITS
+
     def json_body(self):
-        """The request's body: one JSON object, at most MAX_BODY bytes; RequestError saying what to send."""
+        """The request's body: one JSON object, at most MAX_BODY bytes and MAX_DEPTH deep; RequestError saying what
+        to send."""
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
             raise RequestError(415, "send the body as JSON, with Content-Type: application/json")
         if self.headers.get("Transfer-Encoding") is not None:
             raise RequestError(411, "send the body with a Content-Length, not in chunks")
-        length = (self.headers.get("Content-Length") or "").strip()
-        if not (length.isascii() and length.isdigit()):
+        length = self.content_length()
+        if length is None:
             raise RequestError(411, "send the body with its Content-Length, in bytes")
-        if int(length) > MAX_BODY:
-            raise RequestError(413, f"the body is {int(length):,} bytes; the lab takes at most {MAX_BODY // 1024} KiB: "
-                                    f"send a shorter text")
-        data = self.rfile.read(int(length))
-        self.body_read = True
-        if len(data) < int(length):
+        if length > MAX_BODY:
+            said = f"{length:,}" if length < 10 ** LENGTH_DIGITS else f"more than {10 ** LENGTH_DIGITS - 1:,}"
+            raise RequestError(413, f"the body is {said} bytes; the lab takes at most {MAX_BODY // 1024} KiB: send a "
+                                    f"shorter text")
+        try:
+            data = self.rfile.read(length)
+        except TimeoutError:
+            raise RequestError(408, f"the body stopped coming for {TIMEOUT} s before its Content-Length: send it "
+                                    f"whole") from None
+        if len(data) < length:
             raise RequestError(400, "the body ended before its Content-Length")
         try:
-            body = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or nesting(text) > MAX_DEPTH:
+            raise RequestError(400, f'send one JSON object of UTF-8 text, nested at most {MAX_DEPTH} deep, such as '
+                                    f'{{"text": "The cat sat"}}')
+        try:
+            body = json.loads(text, parse_constant=refuse_constant)
+        except ValueError:  # a number of more than 4,300 digits is one too
             body = None
         if not isinstance(body, dict):
             raise RequestError(400, 'send one JSON object, such as {"text": "The cat sat"}')
         return body
-
-    def drain(self, length):
-        """Read and drop up to DRAIN bytes of a refused body (length: its Content-Length, as sent), so that a client
-        still sending it reads the refusal: closing on a body not read would reset the connection, answer and all."""
-        self.close_connection = True
-        left = min(int(length), DRAIN) if length.isascii() and length.isdigit() else 0
-        while left > 0 and (chunk := self.rfile.read(min(left, 65536))):
-            left -= len(chunk)
 
     def send_json(self, status, value):
         self.send(status, json.dumps(value, allow_nan=False, separators=(",", ":")).encode("utf-8"),
@@ -291,13 +324,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             if self.command != "HEAD":  # an answer to HEAD has headers only
                 self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the page left before its answer came: nothing to tell it
+        except OSError:  # the page left before its answer came, or stopped reading it: nothing to tell it
+            self.close_connection = True
+
+    def parse_request(self):
+        """http.server's reading of the request line and headers, with the two requests it leaves unanswered
+        answered: a request line of spaces only, and headers that stop coming for TIMEOUT."""
+        try:
+            parsed = super().parse_request()
+        except TimeoutError:
+            self.send_error(408, f"the headers stopped coming for {TIMEOUT} s: send the request whole")
+            return False
+        if not parsed and not self.requestline.split():
+            self.send_error(400, "send a request line, such as GET / HTTP/1.1")
+        return parsed
 
     def send_error(self, code, message=None, explain=None):
-        """A request the HTTP parser refused (a broken request line, too many headers, an unknown method): JSON too."""
+        """A request the HTTP parser refused (a broken request line, too many headers, an unknown method), in JSON
+        too. Its 501 (a method it does not know) and 505 (HTTP/2 or later) become the lab's 405 and 400: a 5xx
+        says the lab failed, and here the request is what is wrong."""
         self.close_connection = True
-        self.send_json(code, {"error": one_line(message or HTTPStatus(code).phrase)})
+        status = {501: 405, 505: 400}.get(code, code)
+        said = f"the lab answers GET and POST only, not {self.command}" if code == 501 else \
+            message or HTTPStatus(code).phrase
+        self.send_json(status, {"error": one_line(said)})
 
     def log_message(self, *args):
         pass  # one line per request would bury what matters in the terminal: a bug's traceback
@@ -307,8 +357,22 @@ def refuse_constant(name):
     raise ValueError(f"{name} is not a number JSON has")
 
 
+def nesting(text):
+    """How deep a JSON text's arrays and objects nest, brackets inside its strings not counted: read before
+    json.loads, which takes hundreds of levels (and whose value, printed in a message, would recurse as deep).
+
+    Example: nesting('{"a": [1, "]["], "b": {}}') -> 2
+    """
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 class LabServer(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a connection left open never keeps the lab from stopping
+    request_queue_size = BACKLOG
 
     def __init__(self, address, api):
         if ":" in address[0]:
@@ -319,6 +383,23 @@ class LabServer(http.server.ThreadingHTTPServer):
         host = f"[{address[0]}]" if ":" in address[0] else address[0]
         self.url = f"http://{host}:{self.server_port}/"
         self.hosts = {f"{name}:{self.server_port}" for name in (*LOCAL, host.lower())}
+
+    def shutdown_request(self, request):
+        """Close a connection after its answer without losing the answer: say that it is whole (SHUT_WR), then read
+        and drop what the client still sends (a body refused unread), up to DRAIN bytes for LINGER seconds. Closing
+        with bytes unread would reset the connection, and a reset can drop an answer the client has not read yet."""
+        try:
+            request.shutdown(socket.SHUT_WR)
+            deadline, left = time.monotonic() + LINGER, DRAIN
+            while left > 0 and time.monotonic() < deadline:
+                request.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = request.recv(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:  # the timeout, or the client gone
+            pass
+        self.close_request(request)
 
 
 def start(api, host, port):
