@@ -320,9 +320,7 @@ def command_line(argv):
     args = prompting.parse_sampling(p, argv)
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be from 0 to 65535, got {args.port}")
-    if args.host in ("0.0.0.0", "::", ""):
-        raise InputError(f"--host {args.host!r} listens on every address, and the page's address must name one: "
-                         f"give one address of this machine")
+    lab_server.listening_address(args.host)  # every address, in any spelling, refused before the model is read
     Sampling(args.temperature, args.top_k, args.top_p)  # checked before the model is read
     return args
 
@@ -333,7 +331,7 @@ def main(argv=None):
     model = prompting.load_for_sampling(args, config.checkpoint, decoding=False)  # step_over adds its packed buffer
     models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
     server = lab_server.start(api(models, args), args.host, args.port)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    if not server.loopback:
         prompting.warn(f"warning: the lab listens on {args.host}: other machines that reach this address can use it")
     print(prompting.describe(model))
     print(f"The lab is at {server.url} (Ctrl-C stops it)", flush=True)

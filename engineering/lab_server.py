@@ -22,6 +22,7 @@ machine from becoming a door into it, and the models it answers with.
 import collections
 import errno
 import http.server
+import ipaddress
 import json
 import re
 import socket
@@ -374,15 +375,15 @@ class LabServer(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a connection left open never keeps the lab from stopping
     request_queue_size = BACKLOG
 
-    def __init__(self, address, api):
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, Handler)
+    def __init__(self, address, api, named):
+        """address: (an ipaddress address, a port); named: the --host it was resolved from, a Host it may be sent."""
+        self.address_family = socket.AF_INET6 if address[0].version == 6 else socket.AF_INET
+        super().__init__((str(address[0]), address[1]), Handler)
         self.api, self.computing = api, threading.Lock()
         self.static = {path: ((PAGE / name).read_bytes(), kind) for path, (name, kind) in STATIC.items()}
-        host = f"[{address[0]}]" if ":" in address[0] else address[0]
+        host = f"[{address[0]}]" if address[0].version == 6 else str(address[0])
         self.url = f"http://{host}:{self.server_port}/"
-        self.hosts = {f"{name}:{self.server_port}" for name in (*LOCAL, host.lower())}
+        self.hosts = {f"{name}:{self.server_port}" for name in (*LOCAL, host, named.lower())}
 
     def shutdown_request(self, request):
         """Close a connection after its answer without losing the answer: say that it is whole (SHUT_WR), then read
@@ -402,13 +403,39 @@ class LabServer(http.server.ThreadingHTTPServer):
         self.close_request(request)
 
 
+def listening_address(host):
+    """(the address host names, resolved as listening resolves it, whether that is this machine's alone: a loopback
+    address such as 127.0.0.1, 127.0.0.2 or ::1). InputError where it names no address, or every address of the
+    machine, in any spelling (0, 0x0, 000.000.000.000, ::0, ::ffff:0.0.0.0, ""): the page's address must be one, and
+    a lab open to every network must not come of a spelling.
+
+    Example: listening_address("0x7f.1") -> (IPv4Address('127.0.0.1'), True)
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as LabServer listens
+    try:  # "" is every address to bind, None to getaddrinfo
+        found = socket.getaddrinfo(host or None, 0, family, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as err:
+        raise InputError(f"--host {host!r} names no address ({err}): give an address of this machine, or leave "
+                         f"--host out for 127.0.0.1") from None
+    address = ipaddress.ip_address(found[0][4][0])
+    plain = address.ipv4_mapped or address if address.version == 6 else address  # ::ffff:a.b.c.d is a.b.c.d
+    if plain.is_unspecified:
+        raise InputError(f"--host {host!r} is {address}, every address of this machine, and the page's address must "
+                         f"name one: give one address of this machine, or leave --host out for 127.0.0.1")
+    return address, plain.is_loopback
+
+
 def start(api, host, port):
-    """A LabServer for api, listening on host:port (port 0: a free one); InputError where it cannot listen there."""
+    """A LabServer for api, listening on host:port (port 0: a free one), its .loopback True where no other machine
+    can reach it; InputError where it cannot listen there."""
+    address, loopback = listening_address(host)
     try:
-        return LabServer((host, port), api)
+        server = LabServer((address, port), api, host)
     except OSError as err:
         if err.errno == errno.EADDRINUSE:
             raise InputError(f"the port {port} on {host} is taken (by another lab?): give --port N, or --port 0 for "
                              f"a free one") from None
         raise InputError(f"cannot listen on {host}:{port} ({err.strerror or err}): give --host an address of this "
                          f"machine, or leave it out for 127.0.0.1") from None
+    server.loopback = loopback
+    return server

@@ -9,6 +9,7 @@ folder written here offline.
 import collections
 import contextlib
 import http.client
+import ipaddress
 import json
 import math
 import os
@@ -568,6 +569,29 @@ def test_help_says_the_port_and_bad_options_are_one_line(capsys, play):
         lab.main(["--checkpoint", str(play.folder), "--host", "0.0.0.0"])
     with pytest.raises(InputError, match="--port must be"):
         lab.main(["--checkpoint", str(play.folder), "--port", "70000"])
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "0", "0.0", "0x0", "000.000.000.000", "", "::", "::0", "0::0",
+                                  "::ffff:0.0.0.0"])
+def test_every_spelling_of_every_address_is_refused_before_the_model_is_read(host):
+    with pytest.raises(InputError, match="every address of this machine"):
+        lab.main(["--checkpoint", "nothing-of-that-name", "--host", host])  # no such run: refused before it is looked for
+
+
+@pytest.mark.parametrize("host, address, loopback", [("127.0.0.2", "127.0.0.2", True), ("0x7f.1", "127.0.0.1", True),
+                                                     ("localhost", "127.0.0.1", True), ("::1", "::1", True),
+                                                     ("::ffff:127.0.0.1", "::ffff:127.0.0.1", True),
+                                                     ("10.1.2.3", "10.1.2.3", False),
+                                                     ("::ffff:10.1.2.3", "::ffff:a01:203", False)])
+def test_a_host_is_resolved_before_it_is_called_this_machine_or_another(host, address, loopback):
+    assert lab_server.listening_address(host) == (ipaddress.ip_address(address), loopback)
+
+
+def test_a_lab_on_127_0_0_2_is_this_machines_alone_and_its_page_says_so():
+    """lab.py warns of other machines only where server.loopback is False."""
+    server = lab_server.start({}, "127.0.0.2", 0)
+    server.server_close()
+    assert server.loopback and server.url == f"http://127.0.0.2:{server.server_port}/"
 
 
 def test_python_lab_py_prints_its_address_serves_and_stops_on_ctrl_c_in_one_line(play):
