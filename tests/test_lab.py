@@ -587,7 +587,7 @@ def test_a_host_is_resolved_before_it_is_called_this_machine_or_another(host, ad
     assert lab_server.listening_address(host) == (ipaddress.ip_address(address), loopback)
 
 
-def test_a_lab_on_127_0_0_2_is_this_machines_alone_and_its_page_says_so():
+def test_a_lab_on_127_0_0_2_is_this_machines_alone():
     """lab.py warns of other machines only where server.loopback is False."""
     server = lab_server.start({}, "127.0.0.2", 0)
     server.server_close()
