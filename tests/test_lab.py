@@ -30,6 +30,7 @@ import pytest
 import lab
 import transformer
 from engineering import checkpoint, lab_server, runs
+from conftest import tiny_play
 from engineering.errors import InputError
 from generate import Sampling, filtered_probs, generate
 from tokenizer import END_OF_TEXT, byte_stand_ins
@@ -39,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 SETTINGS = types.SimpleNamespace(temperature=0.8, top_k=0, top_p=0.9, seed=42)  # config.py's, as the page starts
 SAMPLING = Sampling(SETTINGS.temperature, SETTINGS.top_k, SETTINGS.top_p)
 TEXT = "ROMEO:\nthe moon is high tonight,\no stay a while with me;\n"
+SAMPLE_FIRST_ROW = 'Kofi gave Ada a jar of honey. Ada smiled and said, "Thank you!"\n'  # data/sample.csv's first
 REFUSALS = {400, 403, 404, 405, 408, 411, 413, 414, 415, 431}  # every status a malformed request may get
 
 
@@ -193,7 +195,48 @@ def test_a_step_too_long_gives_no_number_said_as_such(deep):
     learned = lab.learn(deep, TEXT, 1e300)  # p - lr * g overflows float32
     json.dumps(learned, allow_nan=False)  # the page is sent JSON, which has no NaN
     assert learned["loss_after"] is None and math.isfinite(learned["loss"])
+    assert learned["loss_after_said"] == lab.NO_LOSS_AFTER and "too long" in lab.NO_LOSS_AFTER
     assert all(loss is None for loss in learned["position_losses_after"])
+    assert lab.learn(deep, TEXT, 0.5)["loss_after_said"] is None
+
+
+def test_the_page_opens_with_the_start_of_the_text_the_model_was_trained_on(served, play):
+    status, started = served.request("GET", "/api/start")
+    assert status == 200 and started["text"] == tiny_play().split("\n\n")[0] + "\n"  # its first speech, whole
+    assert started["text_from"] == f"the start of the text the model was trained on, {play.meta['corpus']['path']}"
+    assert started["lr"] == lab.FIRST_LR
+
+
+def test_a_model_whose_corpus_is_gone_or_changed_opens_with_the_sample(deep, play, tmp_path):
+    assert lab.first_text(deep) == {"text": SAMPLE_FIRST_ROW, "text_from": "the first row of the project's sample "
+                                    "corpus, data/sample.csv (the model records no corpus)"}
+    changed = tmp_path / "play.txt"
+    changed.write_text("a text the model never read\n", encoding="utf-8")
+    moved = replace(play, meta={**play.meta, "corpus": {**play.meta["corpus"], "path": str(changed)}})
+    assert lab.first_text(moved)["text_from"].endswith(f"({changed} has changed since the model was trained on it)")
+    changed.unlink()
+    assert "its own corpus cannot be read: [Errno 2] No such file" in lab.first_text(moved)["text_from"]
+    assert lab.first_text(moved)["text"] == SAMPLE_FIRST_ROW
+
+
+@pytest.mark.parametrize("text, kind, first", [("ROMEO:\nO, she doth\n\nJULIET:", "text", "ROMEO:\nO, she doth\n"),
+                                               ("\n\nthe cat sat.\nthe dog ran.\n", "rows", "the cat sat.\n"),
+                                               ("a line\n" * 100, "rows", "a line\n"),
+                                               ("verse\n" * 100, "text", "verse\n" * 50),  # 300 characters at most
+                                               ("x" * 400, "text", "x" * 300)])
+def test_the_opening_is_the_first_row_or_paragraph_cut_at_a_line(text, kind, first):
+    assert lab.opening(text, kind) == first
+
+
+def test_the_first_step_size_lowers_the_loss_of_a_trained_models_own_text(play):
+    """The page starts at FIRST_LR; on the tiny play, trained, it lowers the loss of each of its five speeches, and
+    the first-order figure L - lr |g|^2 is within a tenth of the loss after: the step is short enough to be nearly
+    straight. (At the page's old start, 0.1, the first-order figure fell below 0 on three of the five.)"""
+    for speech in tiny_play().split("\n\n")[:5]:
+        learned = lab.learn(play, speech, lab.FIRST_LR)
+        assert learned["loss_after"] < learned["loss"]
+        assert abs(learned["predicted_loss_after"] - learned["loss_after"]) < 0.1 * (learned["loss"] -
+                                                                                   learned["predicted_loss_after"])
 
 
 def test_continue_draws_the_token_generate_draws_with_that_seed(served, play):
@@ -686,8 +729,16 @@ def test_the_page_draws_every_view_for_a_typed_text(which, request, browser, tmp
                 else elsewhere.append(sent.url))
         try:
             page.goto(origin + "/", wait_until="load")
+            page.wait_for_selector("body[data-drawn]", state="attached", timeout=30_000)  # it opens with a text, drawn
+            opened = lab.first_text(model)
+            assert page.input_value("#text") == opened["text"] and page.input_value("#lr") == str(lab.FIRST_LR)
+            assert page.locator("#tokens .token").count() == len(ids_of(model, opened["text"]))
+            assert opened["text_from"] in page.text_content("#text-from")
+            assert "plain gradient step" in page.text_content("#step")
+            drawn_before = page.get_attribute("body", "data-drawn")
             page.fill("#text", text)  # as typed: the page looks and learns on its input event
-            page.wait_for_selector("body[data-drawn]", state="attached", timeout=30_000)
+            page.wait_for_selector(f"body:not([data-drawn='{drawn_before}'])", state="attached", timeout=30_000)
+            assert page.locator("#text-from").is_hidden()
             drawn = page.evaluate(DRAWN)
             assert drawn == {"tokens": T, "maps": model.cfg.num_layers * model.cfg.num_heads, "inked": True,
                              "next": min(10, model.cfg.vocab_size), "lens": model.cfg.num_layers + 2,
@@ -699,6 +750,11 @@ def test_the_page_draws_every_view_for_a_typed_text(which, request, browser, tmp
             page.click("#continue")  # one token drawn, and every view drawn again for the longer text
             page.wait_for_selector(f"body:not([data-drawn='{drawn_before}'])", state="attached", timeout=30_000)
             assert page.input_value("#text").startswith(text) and len(page.input_value("#text")) > len(text)
+            if which == "the tiny play":  # a step far too long: its first-order figure below 0, said so
+                drawn_before = page.get_attribute("body", "data-drawn")
+                page.fill("#lr", "10")
+                page.wait_for_selector(f"body:not([data-drawn='{drawn_before}'])", state="attached", timeout=30_000)
+                assert "below 0, which no loss can be" in page.text_content("#step")
             assert not errors and not elsewhere, (errors, elsewhere)
         finally:
             page.close()
