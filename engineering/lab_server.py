@@ -4,17 +4,19 @@ machine from becoming a door into it, and the models it answers with.
     server = lab_server.start(api, "127.0.0.1", 8765)  # api: {("POST", "/api/look"): function of the body, ...}
     server.serve_forever()
 
-- It listens on 127.0.0.1 unless the person asks for another address, and answers only requests whose Host header
-  names the address it listens on, or localhost, with its port: a site whose name is made to point at 127.0.0.1
-  (DNS rebinding) sends its own name, and is refused.
+- It listens on 127.0.0.1 unless the person asks for another address (resolved first: every address, in any
+  spelling, is refused), and answers only requests whose Host header names the address it listens on, or localhost,
+  with its port: a site whose name is made to point at 127.0.0.1 (DNS rebinding) sends its own name, and is refused.
 - A POST carries one JSON object of at most MAX_BODY bytes, as Content-Type application/json: a page of another
   site cannot send that without asking first, and is never told yes; one that says it comes from another origin is
-  refused.
+  refused. A header these rules read, sent twice, is refused: which of the two a proxy acted on is unknown.
 - GET serves the page's own files, read once from engineering/lab/ under fixed names: no path a request names is
   ever opened, and any other path is 404.
-- Every refusal is a status and {"error": "one line"}: a malformed request 400 saying what to send, a person's bad
-  input (InputError) 400 with its message. A bug in the code (a learner's broken backward) prints its traceback here,
-  answers 500 with one line, and the server goes on.
+- Every request is answered, and every refusal is a 4xx and {"error": "one line"}: a malformed request saying what to
+  send (408 where it stops coming), a person's bad input (InputError) with its message. What a request sends is read
+  defensively: a length of at most LENGTH_DIGITS digits, JSON at most MAX_DEPTH deep, numbers compared before any
+  float is made of them. Only a bug in the code (a learner's broken backward) is a 500: its traceback printed here,
+  one line answered, and the server goes on.
 - One API call at a time (LabServer.computing): a look or a learn keeps every core busy already, and a GPT-2
   backward holds gigabytes, so two at once would only share the cores and double the memory.
 """
