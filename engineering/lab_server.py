@@ -159,8 +159,8 @@ class Models:
         named = {folder.name: folder for folder in runs.run_folders(self.home)}
         named.update({folder.name: folder for folder in self.held if folder.parent == self.home / "runs"})
         if run not in named:
-            raise RequestError(404, f"there is no run named {json_excerpt(run)} in {self.home}/runs/; choose one from the "
-                                    f"list")
+            raise RequestError(404, f"there is no run named {json_excerpt(run)} in {self.home}/runs/; choose one "
+                                    f"from the list")
         return named[run]
 
     def get(self, run):
@@ -298,6 +298,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except TimeoutError:
             raise RequestError(408, f"the body stopped coming for {TIMEOUT} s before its Content-Length: send it "
                                     f"whole") from None
+        except OSError:  # the client reset the connection: the answer goes as far as it can
+            data = b""
         if len(data) < length:
             raise RequestError(400, "the body ended before its Content-Length")
         try:

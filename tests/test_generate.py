@@ -392,8 +392,8 @@ def test_cli_says_a_byte_that_is_not_utf8_as_talk_says_it(tiny_checkpoint):
     result = run_generate("the caf\udce9\udce8Z", "--checkpoint", str(tiny_checkpoint))
     assert result.stderr == "left out a byte that is not UTF-8, 'Z': the model has never seen these characters\n"
     refused = run_generate("the cat\udce9", "--checkpoint", str(tiny_checkpoint), "--strict")
-    assert refused.stderr == "error: the prompt has a byte that is not UTF-8: the model has never seen this character " \
-                             "(without --strict, it is left out)\n"
+    assert refused.stderr == ("error: the prompt has a byte that is not UTF-8: the model has never seen this "
+                              "character (without --strict, it is left out)\n")
 
 
 def test_cli_into_a_pipe_closed_early_ends_quietly_as_a_unix_tool(tiny_checkpoint):

@@ -618,7 +618,7 @@ def test_help_says_the_port_and_bad_options_are_one_line(capsys, play):
                                   "::ffff:0.0.0.0"])
 def test_every_spelling_of_every_address_is_refused_before_the_model_is_read(host):
     with pytest.raises(InputError, match="every address of this machine"):
-        lab.main(["--checkpoint", "nothing-of-that-name", "--host", host])  # no such run: refused before it is looked for
+        lab.main(["--checkpoint", "nothing-of-that-name", "--host", host])  # refused before the run is looked for
 
 
 @pytest.mark.parametrize("host, address, loopback", [("127.0.0.2", "127.0.0.2", True), ("0x7f.1", "127.0.0.1", True),
