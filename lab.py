@@ -288,6 +288,7 @@ def first_text(model):
 
 
 def sample_text(why):
+    """first_text's answer where the model's own text cannot be read (why): the sample corpus's first row."""
     rows, _, _ = corpus.read_rows(corpus.SAMPLE_CORPUS, "text", 1)
     return {"text": opening(rows[0] + "\n", "rows"), "text_from": f"the first row of the project's sample corpus, "
                                                                     f"data/{corpus.SAMPLE_CORPUS.name} ({why})"}
