@@ -28,7 +28,7 @@ stride = 1  # tokens between the starts of two consecutive windows
 # --- training ---
 batch_size = 16  # windows per optimizer step
 epochs = 20  # passes over the training windows (when max_steps is 0)
-max_steps = 0  # optimizer steps in the run, and the length of its schedule; 0 = epochs decide
+max_steps = 0  # optimizer steps in the run, and the length of its schedule; 0 = epochs decide; at most 10,000,000
 eval_interval = 250  # with max_steps: steps between validations (a run in epochs validates at each epoch's end)
 patience = 3  # stop once this many validations in a row have not beaten the best one; 0 = never stop early
 eval_tokens = 0  # held-out tokens scored at each validation, a fixed seeded choice of windows; 0 = all of them
@@ -43,7 +43,7 @@ weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix a
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # where models live: each run in its own folder in runs/; talk.py reads the latest finished
 init_from = ""  # a Hugging Face GPT-2 folder to fine-tune (config.json, model.safetensors, vocab.json, merges.txt)
-processes = 1  # processes sharing each batch: 1 = this one (a breakpoint() in a backward stops here); 0 = one per core where it pays
+processes = 1  # processes sharing each batch: 1 = this one (a breakpoint() in a backward stops here); 0 = one per core where it pays; at most 2 per core
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt

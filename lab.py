@@ -17,15 +17,17 @@ last tokens are kept, as many as the model was trained to read. The server, its 
 engineering (engineering/lab_server.py, engineering/lab/); the model it shows never changes under a request.
 """
 
+import functools
 import math
 import sys
 import webbrowser
+from pathlib import Path
 
 import numpy as np
 
 import config
 import gradcheck
-from engineering import lab_server, learners, prompting, run_log, runs
+from engineering import checkpoint, corpus, lab_server, learners, prompting, run_log, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser
 from generate import Sampling, filtered_probs, generate
@@ -38,6 +40,11 @@ TOP_NEXT = 10  # next tokens listed at each position
 TOP_LENS = 3  # guesses listed at each position after each block
 ATTENTION_DIGITS = 4  # the attention weights go to the page to 4 decimals: it draws them as shades
 CURVE_POINTS = 300  # a run's training loss is drawn as at most this many means of consecutive steps
+FIRST_CHARACTERS = 300  # of the text the page opens with: a row or a paragraph of the model's own text, cut at a line
+# The step size the page starts at: one that lowers the loss of a trained model's own text, short enough that the
+# first-order figure is near the loss it predicts. On 20 lines of the default run's text (4,000 steps, loss 3.28):
+# 0.001 lowered all 20 (3.09 after, 3.08 to first order); 0.01 all 20 (2.13, 1.36); 0.1 only 13 (3.11, -15.9).
+FIRST_LR = 0.001
 
 
 # --- reading a text -------------------------------------------------------------------------------------------
@@ -65,8 +72,7 @@ def token_text(tokenizer, token_id):
 
 def likeliest(probs, k):  # (T, V) -> (T, k) ids, the likeliest first
     """The k likeliest ids of each row, ties to the smaller id: k rounds of argmax, each taking the largest left.
-    For 64 rows of GPT-2's 50,257 tokens, k = 3, that took 1.3 ms, np.argpartition 59 ms and np.argsort 585 ms,
-    measured side by side: the logit lens asks this of 13 such arrays at each look.
+    1.3 ms against np.argpartition's 59 ms at GPT-2's size (docs/engineering/performance.md, "The lab's two forms").
 
     Example: likeliest(np.array([[0.1, 0.3, 0.3, 0.3]]), 2) -> [[1, 2]]
     """
@@ -191,16 +197,21 @@ def learn(model, text, lr):
     loss_after, predicted = float(np.mean(after)), loss - lr * squared  # to first order, L(p - lr g) = L - lr |g|^2
     return {"loss": loss, "grad_norms": norms, "groups": tensor_groups(model.cfg), "grad_norm": math.sqrt(squared),
             "input_grad_norms": input_norms, "lr": lr, "loss_after": number(loss_after),
+            "loss_after_said": None if math.isfinite(loss_after) else NO_LOSS_AFTER,
             "predicted_loss_after": number(predicted), "position_losses": before,
             "position_losses_after": [number(x) for x in after],
             "tokens": [{"id": int(i), "text": token_text(model.tokenizer, i)} for i in ids], **said}
 
 
+NO_LOSS_AFTER = ("no number: the step is too long for float32, the weights p - lr * g or the logits they give "
+                 "overflow; a shorter step gives one")
+
+
 def step_over(grads, params, lr):
     """New weights, params - lr * grads, written over the gradient's buffer, which is read no more: the model's own
     stay as they are. The parameters are one vector (transformer.flat_buffer), so the step is two lines of NumPy.
-    Written over the gradient it took 0.08 to 0.19 s at GPT-2 124M, where a new buffer of its 650 MB took 0.25 to
-    3.4 s on this machine, measured side by side: fresh memory is slow to come by."""
+    Over the gradient, not into a new buffer: 0.08 to 0.19 s against 0.25 to 3.4 s at GPT-2 124M
+    (docs/engineering/performance.md, "The lab's two forms")."""
     weights = flat_buffer(grads)
     weights *= -lr  # -lr g
     weights += flat_buffer(params)  # p - lr g
@@ -255,6 +266,50 @@ def loss_curves(folder):
             "val_steps": val["step"].astype(float).tolist(), "val": val["val_loss"].astype(float).tolist()}
 
 
+# --- the text the page opens with --------------------------------------------------------------------------------
+
+def first_text(model):
+    """{"text", "text_from"}: the text the page opens with, already looked at, and where it comes from. The start of
+    the model's own training text (corpus.read_corpus with the settings it was trained with); where that cannot be
+    read (its corpus moved or changed since, or a GPT-2, which records none), the first row of the bundled sample."""
+    recorded, settings = model.meta.get("corpus"), model.meta.get("settings")
+    if not isinstance(recorded, dict) or not isinstance(settings, dict):
+        return sample_text("the model records no corpus")
+    path = Path(str(recorded.get("path")))
+    try:
+        if checkpoint.sha256_of(path) != recorded.get("sha256"):
+            return sample_text(f"{path} has changed since the model was trained on it")
+        read = corpus.read_corpus(path, settings.get("corpus_column", config.corpus_column),
+                                  settings.get("max_rows", config.max_rows),
+                                  settings.get("val_fraction", config.val_fraction), settings.get("seed", config.seed))
+    except (InputError, OSError) as err:
+        return sample_text(f"its own corpus cannot be read: {err}")
+    return {"text": opening(read.train_text, read.kind), "text_from": f"the start of the text the model was "
+                                                                       f"trained on, {path}"}
+
+
+def sample_text(why):
+    """first_text's answer where the model's own text cannot be read (why): the sample corpus's first row."""
+    rows, _, _ = corpus.read_rows(corpus.SAMPLE_CORPUS, "text", 1)
+    return {"text": opening(rows[0] + "\n", "rows"), "text_from": f"the first row of the project's sample corpus, "
+                                                                    f"data/{corpus.SAMPLE_CORPUS.name} ({why})"}
+
+
+def opening(text, kind):
+    """The text's first row or paragraph (where a reply of a model of that kind ends, prompting.reply_end), at most
+    FIRST_CHARACTERS, cut at a line's end where one comes before.
+
+    Example: opening("ROMEO:\\nO, she doth\\n\\nJULIET:", "text") -> "ROMEO:\\nO, she doth\\n"
+    """
+    text = text.lstrip("\n")
+    end = prompting.reply_end(text, kind)
+    first = text if end is None else text[:end + 1]
+    if len(first) > FIRST_CHARACTERS:
+        cut = first[:FIRST_CHARACTERS]
+        first = cut[:cut.rfind("\n") + 1] or cut
+    return first
+
+
 # --- the page's API, and the command line ---------------------------------------------------------------------
 
 def about(model, warning=""):
@@ -272,6 +327,7 @@ def api(models, settings):
     """The lab's JSON API, {(method, path): function}: each request's fields checked (a status and one line where one
     is wrong), then the view it asks for, on the model it names (its run; null: the one the lab started with)."""
     memo = lab_server.FolderMemo()
+    opened = functools.cache(lambda: first_text(models.first))  # read once: a corpus may be large
 
     def sampling_of(body):
         return Sampling(lab_server.number_field(body, "temperature", settings.temperature),
@@ -286,15 +342,23 @@ def api(models, settings):
         return answer
 
     return {
-        ("GET", "/api/start"): lambda: {"model": about(models.first), "seed": settings.seed,
+        ("GET", "/api/start"): lambda: {"model": about(models.first), "seed": settings.seed, "lr": FIRST_LR,
                                         "sampling": {"temperature": settings.temperature, "top_k": settings.top_k,
-                                                     "top_p": settings.top_p}},
+                                                     "top_p": settings.top_p}, **opened()},
         ("POST", "/api/look"): on_model(look, sampling_of),
-        ("POST", "/api/learn"): on_model(learn, lambda body: lab_server.number_field(body, "lr")),
+        ("POST", "/api/learn"): on_model(learn, lr_field),
         ("POST", "/api/continue"): on_model(continue_text, sampling_of,
                                             lambda body: lab_server.whole_field(body, "seed", settings.seed)),
         ("GET", "/api/runs"): lambda: runs_view(models, memo),
     }
+
+
+def lr_field(body):
+    """The request's step size, "lr": a number, 0 or more (a step too long to give a loss is said in the answer)."""
+    lr = lab_server.number_field(body, "lr")
+    if lr < 0:
+        raise lab_server.RequestError(400, f'"lr" must be 0 or more: the step goes down the gradient; got {lr:g}')
+    return lr
 
 
 SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "seed")  # of config.py: the model, and how the page starts
@@ -302,21 +366,20 @@ SETTINGS = ("checkpoint", "temperature", "top_k", "top_p", "seed")  # of config.
 
 def command_line(argv):
     """The lab's command line, parsed and checked: config.py's settings the page starts with, and where it listens."""
-    p = SettingsParser(config, "The lab: a page on this machine that shows inside a trained model, forward and "
-                               "backward, for a text you type.", SETTINGS, {
-                           "checkpoint": prompting.CHECKPOINT_HELP,
-                           "seed": "the seed of the page's first 'continue one token'; each token drawn uses the next"})
-    p.add_argument("--port", type=int, default=PORT, help="the port the page is served on; 0: a free one")
-    p.add_argument("--host", default="127.0.0.1", help="the address to listen on: another than this machine's own "
-                                                       "(127.0.0.1) lets other machines of the network use your lab")
-    p.add_argument("--open", action="store_true", help="open the page in the browser (nothing opens by default)")
-    learners.add_options(p, gradcheck.TRACKS)
-    args = prompting.parse_sampling(p, argv)
+    helps = {"checkpoint": prompting.CHECKPOINT_HELP,
+             "seed": "the seed of the page's first 'continue one token'; each token drawn uses the next"}
+    parser = SettingsParser(config, "The lab: a page on this machine that shows inside a trained model, forward and "
+                                    "backward, for a text you type.", SETTINGS, helps)
+    parser.add_argument("--port", type=int, default=PORT, help="the port the page is served on; 0: a free one")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on: another than this machine's "
+                                                            "own (127.0.0.1) lets other machines of the network use "
+                                                            "your lab")
+    parser.add_argument("--open", action="store_true", help="open the page in the browser (nothing opens by default)")
+    learners.add_options(parser, gradcheck.TRACKS)
+    args = prompting.parse_sampling(parser, argv)
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be from 0 to 65535, got {args.port}")
-    if args.host in ("0.0.0.0", "::", ""):
-        raise InputError(f"--host {args.host!r} listens on every address, and the page's address must name one: "
-                         f"give one address of this machine")
+    lab_server.listening_address(args.host)  # every address, in any spelling, refused before the model is read
     Sampling(args.temperature, args.top_k, args.top_p)  # checked before the model is read
     return args
 
@@ -333,7 +396,7 @@ def serve(args):
     model = prompting.load_for_sampling(args, config.checkpoint, decoding=False)  # step_over adds its packed buffer
     models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
     server = lab_server.start(api(models, args), args.host, args.port)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    if not server.loopback:
         prompting.warn(f"warning: the lab listens on {args.host}: other machines that reach this address can use it")
     print(prompting.describe(model))
     print(f"The lab is at {server.url} (Ctrl-C stops it)", flush=True)

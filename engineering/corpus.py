@@ -9,6 +9,7 @@ of a text, from the start of a line.
 import codecs
 import math
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,10 @@ def corpus_file(path, default_path):
     if path == Path(default_path) and not path.exists():
         print(f"{path} not found: training on the bundled sample corpus, {SAMPLE_CORPUS.name}")
         return SAMPLE_CORPUS
+    if path.is_dir():
+        inside = sorted(child.name for child in path.iterdir() if child.suffix.lower() in (".txt", ".csv"))[:1]
+        such_as = f" (such as --corpus_path {shlex.quote(str(path / inside[0]))})" if inside else ""
+        raise InputError(f"{path.resolve()} is a folder, not a corpus: give one text file or CSV in it{such_as}")
     if not path.is_file():
         raise InputError(f"no corpus at {path.resolve()}; give a text file or a CSV with --corpus_path")
     return path
@@ -116,8 +121,9 @@ def not_utf8(path, data):
         return InputError(f"{path} holds NUL bytes, so it is binary data, not text; give a UTF-8 text file")
     said, name = (f"{encoding} text", encoding) if encoding else \
         ("in another encoding (Latin-1, Windows-1252?)", "LATIN1")
+    converted = path.with_name(f"{path.stem}-utf8{path.suffix}")  # beside it, in the folder it was given in
     return InputError(f"cannot read {path}: it is {said}, not UTF-8; save it as UTF-8, in an editor or with "
-                      f"iconv -f {name} -t UTF-8 {path.name} > {path.stem}-utf8{path.suffix}")
+                      f"iconv -f {name} -t UTF-8 {shlex.quote(str(path))} > {shlex.quote(str(converted))}")
 
 
 def read_text(path):

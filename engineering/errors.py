@@ -8,6 +8,7 @@ included, is a bug in the code and keeps its traceback, so a learner who edits t
 line that broke.
 """
 
+import os
 import sys
 
 
@@ -21,13 +22,23 @@ def run_script(main):
 
     Bad input is the project's InputError (settings, corpus, tokenizer, checkpoint, prompt), or an
     OSError, which names a file that cannot be read or written. Anything else, NumPy's errors
-    included, is a bug: it keeps its traceback and exits with status 1.
+    included, is a bug: it keeps its traceback and exits with status 1. Output read by a program that
+    stops reading (`python generate.py ... | head`) ends quietly, as a Unix tool ends on SIGPIPE.
     """
     try:
         return main()
+    except BrokenPipeError:
+        end_on_closed_pipe()
     except (InputError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C); nothing was left half-written", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def end_on_closed_pipe():
+    """Exit quietly with the status of a Unix tool ended by SIGPIPE (128 + 13), its reader gone: stdout is pointed
+    at /dev/null, so that Python's last flush of what is still buffered meets no closed pipe."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(141)  # 128 + 13, SIGPIPE's number, as a shell reports a tool that SIGPIPE ended

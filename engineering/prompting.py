@@ -179,15 +179,29 @@ def known_prompt_ids(tokenizer, text, strict):
     """
     ids, unknown = tokenizer.encode_known(text)
     if unknown:
-        listed = ", ".join(map(repr, unknown))
-        these = "this character" if len(unknown) == 1 else "these characters"
+        said = list(dict.fromkeys(map(character_said, unknown)))
+        listed = ", ".join(said)
+        these = "this character" if len(said) == 1 else "these characters"
         if strict:
             raise InputError(f"the prompt has {listed}: the model has never seen {these} "
-                             f"(without --strict, {'it is' if len(unknown) == 1 else 'they are'} left out)")
+                             f"(without --strict, {'it is' if len(said) == 1 else 'they are'} left out)")
         warn(f"left out {listed}: the model has never seen {these}")
     if not ids:
         raise InputError("nothing is left to continue: give characters the model knows")
     return ids
+
+
+NOT_UTF8 = "a byte that is not UTF-8"
+
+
+def character_said(char):
+    """A character of a prompt as a message names it: its repr; a byte that is not UTF-8 the same words whether it
+    came as talk.py reads it (U+FFFD, its input read with errors="replace") or as Python gives it from a command line
+    (U+DC80 to U+DCFF, the byte + 0xDC00).
+
+    Example: character_said("Z") -> "'Z'"; character_said("\\udce9") -> "a byte that is not UTF-8"
+    """
+    return NOT_UTF8 if char == "\ufffd" or "\udc80" <= char <= "\udcff" else repr(char)
 
 
 def heal_prompt(tokenizer, prompt_ids):

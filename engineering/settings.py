@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 
 from engineering.errors import InputError
+from engineering.parallel import cores
 from transformer import ModelConfig
 
 
@@ -45,6 +46,8 @@ def comments(config):
     return found
 
 
+MOST_STEPS = 10_000_000  # max_steps at most: 10 hours at the default run's pace (README: 55,365 steps in 198 s)
+PROCESSES_PER_CORE = 2  # processes at most per core: past one a core, each process only waits for the others
 SEEDS = 2 ** 64  # a seed is a whole number from 0 to SEEDS - 1, as PyTorch's are
 
 
@@ -83,6 +86,11 @@ def check(s, recipes):
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
         (s.processes >= 0, f"processes must be 1 (this process), 0 (chosen from the model's size) or more, "
                            f"got {s.processes}"),
+        (s.processes <= PROCESSES_PER_CORE * cores(), f"processes must be at most {PROCESSES_PER_CORE * cores()}, "
+                                                      f"{PROCESSES_PER_CORE} for each of this machine's {cores()} "
+                                                      f"cores, got {s.processes}; 0 chooses for you"),
+        (s.max_steps <= MOST_STEPS, f"max_steps must be at most {MOST_STEPS:,} (hours of training even for the "
+                                    f"default model), got {s.max_steps:,}"),
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
         (0 <= s.beta2 < 1, f"beta2 must be in [0, 1), got {s.beta2}"),
         (s.dtype in ("float32", "float64"), f"dtype must be float32 or float64, got {s.dtype!r}"),

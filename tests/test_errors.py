@@ -7,13 +7,18 @@ while a script's main() runs in this process (conftest's run_main), as `python t
 """
 
 import os
+import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from conftest import REPO, run_main, tiny_args
+import config
 from engineering import settings
+from engineering.corpus import corpus_file, read_text
+from engineering.parallel import cores
 from engineering.errors import InputError, run_script
 import generate
 import train
@@ -79,6 +84,46 @@ def test_run_lets_a_bug_through(raised):
 def default_run(tmp_path):
     """A short run with the default settings otherwise: the reference model, on as many processes as by default."""
     return ["--max_steps", "3", "--max_rows", "200", "--checkpoint", tmp_path / "ck"]
+
+
+# --- a setting past what a machine can do, a corpus that is a folder or not UTF-8 -------------------------
+
+@pytest.mark.parametrize("given, said", [
+    (["--processes", "999"], f"processes must be at most {2 * cores()}, 2 for each of this machine's {cores()} cores, "
+                             f"got 999; 0 chooses for you"),
+    (["--max_steps", "99999999999999999999999"], "max_steps must be at most 10,000,000 (hours of training even for "
+                                                 "the default model), got 99,999,999,999,999,999,999,999"),
+])
+def test_a_setting_past_what_a_machine_can_finish_is_refused_before_any_work(tmp_path, given, said):
+    result = run_main("train.py", *given, "--checkpoint", tmp_path / "ck")
+    assert (result.returncode, result.stderr) == (2, f"error: {said}\n") and not (tmp_path / "ck").exists()
+
+
+def test_the_bounds_are_those_config_py_names(tmp_path):
+    assert "at most 2 per core" in settings.comments(config)["processes"]
+    assert "at most 10,000,000" in settings.comments(config)["max_steps"]
+    for name, most in [("processes", 2 * cores()), ("max_steps", 10_000_000)]:  # the bound itself is accepted
+        settings.check(types.SimpleNamespace(**{**settings.defaults(config), name: most}), config.RECIPES)
+
+
+def test_a_folder_given_as_the_corpus_is_said_to_be_a_folder(tmp_path):
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    with pytest.raises(InputError, match=f"^{tmp_path}/adir is a folder, not a corpus: give one text file or CSV in "
+                                         f"it$"):
+        corpus_file(folder, "data/corpus.csv")
+    (folder / "book.txt").write_text("text")
+    with pytest.raises(InputError, match=re.escape(f"in it (such as --corpus_path {folder}/book.txt)")):
+        corpus_file(folder, "data/corpus.csv")
+
+
+def test_the_encoding_hint_names_the_file_in_the_folder_it_was_given_in(tmp_path, monkeypatch):
+    (tmp_path / "bad dir").mkdir()
+    (tmp_path / "bad dir" / "latin1.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as refused:
+        read_text(Path("bad dir") / "latin1.txt")
+    assert str(refused.value).endswith("iconv -f LATIN1 -t UTF-8 'bad dir/latin1.txt' > 'bad dir/latin1-utf8.txt'")
 
 
 def test_a_breakpoint_in_a_backward_stops_in_the_persons_own_process(tmp_path, monkeypatch):

@@ -2,14 +2,17 @@
 distribution they come from, the window of ids that reaches the model, and the command line (its main()
 in this process, and once as a person starts it)."""
 
+import os
 import re
+import subprocess
+import sys
 import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from conftest import greedy_text, run_main, run_script
+from conftest import REPO, greedy_text, run_main, run_script
 from engineering import checkpoint
 import generate
 import lab
@@ -383,6 +386,29 @@ def test_cli_leaves_out_unknown_characters_with_a_warning_or_refuses_them_when_s
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("error: the prompt has 'Z': ")
     assert run_generate("the cat", *folder, "--strict").stdout == left_out.stdout  # known characters pass
+
+
+def test_cli_says_a_byte_that_is_not_utf8_as_talk_says_it(tiny_checkpoint):
+    """Python gives a command line's byte 0xE9 that is not UTF-8 as U+DCE9; talk.py gets U+FFFD (tests/test_talk.py)."""
+    result = run_generate("the caf\udce9\udce8Z", "--checkpoint", str(tiny_checkpoint))
+    assert result.stderr == "left out a byte that is not UTF-8, 'Z': the model has never seen these characters\n"
+    refused = run_generate("the cat\udce9", "--checkpoint", str(tiny_checkpoint), "--strict")
+    assert refused.stderr == ("error: the prompt has a byte that is not UTF-8: the model has never seen this "
+                              "character (without --strict, it is left out)\n")
+
+
+def test_cli_into_a_pipe_closed_early_ends_quietly_as_a_unix_tool(tiny_checkpoint):
+    """`python generate.py ... | head`: the reader goes before the text is written (here, before the script starts,
+    so the first write certainly meets a closed pipe), and the script ends with no message, exit status 141 as a
+    shell reports a tool that SIGPIPE ended, not 2, which says the person's input was wrong."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        ended = subprocess.run([sys.executable, "generate.py", "the cat", "--checkpoint", str(tiny_checkpoint)],
+                               cwd=REPO, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (ended.returncode, ended.stderr) == (141, "")
 
 
 def test_cli_refuses_a_prompt_with_nothing_the_model_knows(tiny_checkpoint):

@@ -148,6 +148,14 @@ def test_unknown_characters_are_left_out_with_a_warning(tiny_checkpoint):
     assert warnings[2].startswith("nothing is left to continue")
 
 
+def test_a_byte_that_is_not_utf8_is_said_as_generate_says_it(tiny_checkpoint):
+    """talk.py reads its input with errors="replace": a byte that is not UTF-8 arrives as U+FFFD; generate.py's
+    command line gives it as U+DCE9 (tests/test_generate.py). Both are said in the same words."""
+    result = run_talk(tiny_checkpoint, "the cat\ufffd\ufffdZ\n")
+    assert result.stderr.splitlines()[0] == "left out a byte that is not UTF-8, 'Z': the model has never seen these " \
+                                            "characters"
+
+
 def test_strict_refuses_a_line_with_unknown_characters_and_goes_on(tiny_checkpoint):
     text = "/temp 0\nthe Zcat\nthe cat\n"
     strict = run_talk(tiny_checkpoint, text, "--strict")

@@ -143,8 +143,8 @@ def test_a_text_in_another_encoding_is_named_with_the_fix(tmp_path, encoding, sa
     path = tmp_path / "notes.txt"
     path.write_bytes("Zo\u00eb sang.\nThe end.\n".encode(encoding))
     with pytest.raises(ValueError, match=rf"cannot read .*notes.txt: it is {re.escape(said)}.*, not UTF-8; save it as "
-                                         rf"UTF-8, in an editor or with iconv -f \S+ -t UTF-8 notes.txt > "
-                                         rf"notes-utf8.txt"):
+                                         rf"UTF-8, in an editor or with iconv -f \S+ -t UTF-8 {re.escape(str(path))} > "
+                                         rf"{re.escape(str(tmp_path / 'notes-utf8.txt'))}"):
         read_text(path)
 
 

@@ -287,17 +287,27 @@ function showLayers() {
 
 // --- view 5 -------------------------------------------------------------------------------------------------------
 
+function firstOrderSaid(predicted) {  // L − lr·|g|², the loss after the step were it a straight line along g
+  const said = "To first order, L − lr·|g|²";
+  if (predicted === null) return `${said} is no number either: lr·|g|² overflows.`;
+  if (predicted >= 0) return `${said} = ${lossText(predicted)}: the loss were it a straight line along the ` +
+    "gradient. A short step lands near it; a longer one meets the loss's curve, and lands above it.";
+  return `${said} = ${lossText(predicted)}, below 0, which no loss can be (a loss is −ln of a probability): the ` +
+    "straight line along the gradient holds only for a step short enough that the loss barely curves along it, " +
+    "and this one is longer. Shorten the step until the two agree.";
+}
+
 function showLearn() {
   const learn = state.learn;
   showModel(learn.model);
   const step = $("step");
   step.replaceChildren();
-  const after = learn.loss_after === null ? "no number at all (the step is too long: the weights overflow)" :
-    lossText(learn.loss_after);
+  const after = learn.loss_after === null ? learn.loss_after_said : lossText(learn.loss_after);
   step.append(el("p", "", `Loss ${lossText(learn.loss)} per prediction, over ${learn.position_losses.length} ` +
     `predictions; the gradient's norm |g| = ${learn.grad_norm.toPrecision(4)}.`));
-  step.append(el("p", "step-result", `One step p − ${learn.lr} · g, on a copy: the loss becomes ${after} ` +
-    `(to first order, L − lr·|g|² = ${lossText(learn.predicted_loss_after)}).`));
+  step.append(el("p", "step-result", `One plain gradient step p − ${learn.lr} · g, on a copy: the loss becomes ` +
+    `${after}.`));
+  step.append(el("p", "note", firstOrderSaid(learn.predicted_loss_after)));
   const better = learn.position_losses.filter((before, t) => learn.position_losses_after[t] !== null &&
     learn.position_losses_after[t] < before).length;
   const changes = el("details", "changes");
@@ -445,11 +455,18 @@ async function start() {
     $("temperature").value = started.sampling.temperature;
     $("top_k").value = started.sampling.top_k;
     $("top_p").value = started.sampling.top_p;
+    $("lr").value = started.lr;
+    $("lr-slider").value = Math.log10(started.lr);
     state.seed = started.seed;
+    $("text").value = started.text;  // a text the model read in training: the views open already drawn
+    say("text-from", `The page opened with ${started.text_from}; type over it.`);
   } catch (error) {
     say("error", error.message);
   }
-  $("text").addEventListener("input", () => later({look: true, learn: true}));
+  $("text").addEventListener("input", () => {
+    say("text-from", "");
+    later({look: true, learn: true});
+  });
   for (const id of ["temperature", "top_k", "top_p"]) {
     $(id).addEventListener("input", () => later({look: true, learn: false}));
   }
