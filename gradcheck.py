@@ -473,26 +473,28 @@ def compared(yours, expected):
     return Error(worst)
 
 
-def shown_array(value):
+def shown_array(value, precision=4):
     """An array on one line, 4 decimals. Example: [0.01851, -0.5] -> '[ 0.0185 -0.5000]'"""
-    return np.array2string(np.asarray(value, dtype=np.float64), precision=4, floatmode="fixed", suppress_small=True,
-                           max_line_width=10_000)
+    return np.array2string(np.asarray(value, dtype=np.float64), precision=precision, floatmode="fixed",
+                           suppress_small=True, max_line_width=10_000)
 
 
-def side_by_side(yours, expected):
+def side_by_side(yours, expected, whose="the page's"):
     """Lines that set each named value of yours beside the expected one, row by row, marking the rows that
-    differ. yours and expected: {name: array}."""
+    differ, to 4 decimals or to 10 where 4 hide the difference. yours and expected: {name: array}."""
     lines = []
     for name, value in expected.items():
         mine = yours.get(name) if isinstance(yours, dict) else None
         if mine is None or np.shape(mine) != np.shape(value):
-            lines.append(f"{name}: yours {None if mine is None else shown_array(mine)}, the page's {shown_array(value)}")
+            lines.append(f"{name}: yours {None if mine is None else shown_array(mine)}, {whose} {shown_array(value)}")
             continue
         rows = [(f"{name} row {i}", a, b) for i, (a, b) in enumerate(zip(np.atleast_2d(mine), np.atleast_2d(value)))] \
             if np.ndim(value) == 2 else [(name, mine, value)]
         for label, a, b in rows:
-            mark = "" if compared(a, b) < TOLERANCE else "   <- differs"
-            lines.append(f"{label:<12} yours {shown_array(a)}   the page's {shown_array(b)}{mark}")
+            differs = not compared(a, b) < TOLERANCE
+            precision = 10 if differs and shown_array(a) == shown_array(b) else 4
+            lines.append(f"{label:<12} yours {shown_array(a, precision)}   {whose} {shown_array(b, precision)}"
+                         + "   <- differs" * differs)
     return lines
 
 
@@ -784,7 +786,9 @@ def shown_value(value):
 def beside(mine, expected, whose="the page's"):
     """An Error of yours against the expected value, with the two side by side."""
     error = compared(mine, expected)
-    return Error(error, getattr(error, "hint", None), [f"yours {shown_value(mine)}, {whose} {shown_value(expected)}"])
+    lines = side_by_side(mine, expected, whose) if isinstance(expected, dict) else \
+        [f"yours {shown_value(mine)}, {whose} {shown_value(expected)}"]
+    return Error(error, getattr(error, "hint", None), lines)
 
 
 def same(mine, expected, whose="the page's"):
@@ -831,7 +835,7 @@ def clipping_errors(yours):
         expected_returned, expected_after, _ = clipped(project, values, max_norm)
         label = f"norm {norm:g} (max {max_norm:g})"
         errors[label] = beside(after, expected_after, "the project's")
-        if after == values and norm > max_norm:
+        if after == values and norm > max_norm and in_place:
             errors[label].hint = f"a norm of {norm:g} is above max_norm {max_norm:g}, yet yours left the gradients as they were"
         errors[f"returns {norm:g}"] = beside(returned, expected_returned, "the project's")
         if not in_place:
@@ -867,6 +871,10 @@ def adamw_errors(yours):
                         for step in (yours, project))
         errors[f"page, step {steps}"] = beside({k: mine[k] for k in ("params", "m", "v")},
                                                {k: theirs[k] for k in ("params", "m", "v")})
+        if mine["params"][-1] != page[0]["b"][0]:
+            errors[f"page, step {steps}"].hint = ("b, a bias with a gradient of 0, moved: weight decay is for the "
+                                                  "matrices alone (decay_group), and Adam moves an entry only by its "
+                                                  "gradient's running means")
         errors[f"t after {steps}"] = beside(mine["t"], theirs["t"])
     mine, theirs = (adam_run(step, {"b": np.ones(3)}, [{"b": np.array([0.5, -2.0, 0.0])}], (0.9, 0.999, 1e-8, 0.0), 0.1)
                     for step in (yours, project))
@@ -888,7 +896,7 @@ def sampling_errors(yours):
              "0.7 + 0.1 vs 0.8": (np.log([0.7, 0.1, 0.1, 0.1]), Sampling(1.0, 0, 0.8)),
              "top-k, then top-p": (np.log([0.5, 0.3, 0.15, 0.05]), Sampling(1.0, 2, 0.6)),
              "temperature 0": (np.array([1.0, 3.0, 3.0, 0.0]), Sampling(0, 0, 0.9)),
-             "temperature 1e-300": (np.array([2.0, 1.0, 0.0]), Sampling(1e-300, 0, 1.0))}
+             "tiny temperature": (np.array([2.0, 1.0, 0.0]), Sampling(1e-300, 0, 1.0))}
     errors = {label: beside(np.round(yours(logits.copy(), s), 4).tolist(), np.round(project(logits, s), 4).tolist())
               for label, (logits, s) in cases.items()}
     rng = np.random.default_rng(8)
@@ -963,7 +971,8 @@ def report(label, function, errors, width=10):
             shown, outcome = f"{error:.1e}", "pass" if error < TOLERANCE else "FAIL"
         rows.append(f"{label:<{width}} {function:<23} {tensor:<17} {shown:>8}  {outcome}")
         if not error < TOLERANCE:
-            rows += [f"{'':<{width}} hint: {error.hint}"] * bool(getattr(error, "hint", None))
+            if getattr(error, "hint", None):
+                rows.append(f"{'':<{width}} hint: {error.hint}")
             rows += [f"{'':<{width}} {line}" for line in getattr(error, "beside", [])]
         label = function = ""
     return rows
@@ -997,7 +1006,8 @@ def what_failed(label, function, errors):
     wrong = [tensor for tensor, error in errors.items()
              if not tensor.startswith("(") and not isinstance(error, WrongShape) and not error < TOLERANCE]
     if wrong:
-        lines.append(f"  {part} is wrong on {', '.join(wrong)}")
+        gradients = function.endswith("_backward") or function == "loss_and_grads"
+        lines.append(f"  {part} {'gives a wrong gradient for' if gradients else 'is wrong on'} {', '.join(wrong)}")
     if "(cache)" in errors or "(repeat)" in errors:
         lines.append(f"  {part} is not a pure function of its arguments: it writes into its cache or its "
                      f"dout, so a second call gives other gradients")
