@@ -1,24 +1,28 @@
-"""Check every hand-written backward pass against central differences, in float64.
+"""Check every hand-written backward pass against central differences, in float64; and judge the exercises.
 
     python gradcheck.py                       every layer on its own, then the whole model
     python gradcheck.py layernorm             one layer (the names: python gradcheck.py --list)
-    python gradcheck.py --exercise layernorm  your layernorm_backward, in exercises/layernorm.py
+    python gradcheck.py --exercise            the fifteen exercises, in the order to do them
+    python gradcheck.py --exercise layernorm  your layernorm_forward and layernorm_backward, in exercises/layernorm.py
     python gradcheck.py --exercise layernorm --track derive   the same, in exercises/derive/layernorm.py
-    python gradcheck.py --exercise            the exercises, in the order to do them
 
 Change a backward in transformer.py, then run this: the table says, layer by layer and tensor by
 tensor, whether the gradient your backward computes equals the one measured by nudging each input
 up and down. A layer whose backward is wrong fails, and so does every layer built on it (the
 block, the model), so the table shows how far a mistake spreads. Exit status 0 when all pass, 1
-when one fails. The tests call the same checks.
+when one fails, 2 for a mistake in the command line. The tests call the same checks.
 
-Or write a backward of your own without touching transformer.py, on one of two tracks
-(docs/exercises.md): exercises/NAME.py, the guided track, holds the function's signature, its
-equations and hints; exercises/derive/NAME.py, the derive track (--track derive), only the
-signature, the shapes and the page to read. --exercise NAME runs that layer's check with your
-function in place of the project's (--exercises-dir DIR reads DIR/NAME.py instead). Where the
-numbers show a likely mistake (rows that should sum to 0, a constant factor, a shape turned
-round), the table adds a hint under the row.
+Or write the project's functions yourself without touching its files (docs/exercises.md): the whole
+model, forward and backward, then the learning-rate schedule, clipping, AdamW's step, sampling and the
+plain BPE, on one of two tracks: exercises/NAME.py, the guided track, holds each function's signature,
+its equations and hints; exercises/derive/NAME.py, the derive track (--track derive), only the
+signature, the shapes and the page to read. --exercise NAME judges the functions you have written in
+that file (--exercises-dir DIR reads DIR/NAME.py instead), each the way its kind is judged: a backward
+by central differences; a forward against the project's on random inputs, its cache through the
+project's backward, and the page's worked example, your numbers beside the page's; the others by their
+pages' examples, against the project's function and by the properties a likely mistake breaks. Where
+the numbers show what kind of mistake it is, the table adds a hint under the row; an error raised in
+your code shows your lines.
 
 Why float64: with h = 1e-5 the central difference is accurate to about h^2 from the truncation
 and 1e-16 / h from rounding, so float64 agrees with a right backward to 1e-9 or better on one
@@ -493,7 +497,7 @@ def side_by_side(yours, expected, whose="the page's"):
         for label, a, b in rows:
             differs = not compared(a, b) < TOLERANCE
             precision = 10 if differs and shown_array(a) == shown_array(b) else 4
-            lines.append(f"{label:<12} yours {shown_array(a, precision)}   {whose} {shown_array(b, precision)}"
+            lines.append(f"{label:<16} yours {shown_array(a, precision)}   {whose} {shown_array(b, precision)}"
                          + "   <- differs" * differs)
     return lines
 
@@ -812,8 +816,9 @@ def schedule_errors(yours):
     if wrong:
         step, total, warmup = wrong[0]
         errors["every step"].beside = [f"step {step} of {total}, warmup {warmup}: yours "
-                                       f"{yours(step, total, 1e-3, 1e-4, warmup)!r}, the project's "
-                                       f"{project(step, total, 1e-3, 1e-4, warmup)!r} ({len(wrong)} steps differ)"]
+                                       f"{shown_value(yours(step, total, 1e-3, 1e-4, warmup))}, the project's "
+                                       f"{shown_value(project(step, total, 1e-3, 1e-4, warmup))} "
+                                       f"({len(wrong)} steps differ)"]
     return errors
 
 

@@ -420,9 +420,9 @@ def test_a_wrong_backward_gets_the_pages_worked_example_beside_yours(tmp_path, c
     _, out, _ = judge("layernorm", LAYERNORM_DOUT_FOR_DXHAT, tmp_path, capsys)
     lines = out.splitlines()
     at = lines.index("  the page's worked example (docs/02-layernorm.md), yours beside the page's:")
-    assert lines[at + 1].startswith("  dx row 0     yours [ 0.0185 -0.0370 -0.0370  0.0556]   the page's [ 0.0185")
+    assert lines[at + 1].startswith("  dx row 0         yours [ 0.0185 -0.0370 -0.0370  0.0556]   the page's [ 0.0185")
     assert not lines[at + 1].endswith("<- differs")
-    assert lines[at + 2].startswith("  dx row 1     yours [-0.3750  0.6250 -0.1250 -0.1250]   the page's [-0.5000")
+    assert lines[at + 2].startswith("  dx row 1         yours [-0.3750  0.6250 -0.1250 -0.1250]   the page's [-0.5000")
     assert lines[at + 2].endswith("<- differs")
 
 
