@@ -503,3 +503,71 @@ def test_the_command_line():
                           (["gelu", "--track", "derive"], "gradcheck.py: --track and --exercises-dir go with --exercise")):
         status, out, err = run(*args)
         assert (status, out, err.count("\n")) == (2, "", 1) and err.startswith(message), err
+
+
+# --- the page, docs/exercises.md ----------------------------------------------------------------------------
+
+PAGE = REPO / "docs" / "exercises.md"
+PASSING = re.compile(r"\d\.\de[-+]\d\d(?=  pass$)", re.M)  # a passing row's error: rounding, which varies by CPU
+
+
+def rounding_masked(text):
+    """A table with each passing row's error, rounding noise below 1e-6, as `~`: the rest compares exactly."""
+    return PASSING.sub("~", text)
+
+
+def page_table(out):
+    """What the page shows of gradcheck's output: every line after the table's column header."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[1:3] == ["function", "tensor"])
+    return "\n".join(lines[at + 1:]).strip("\n")
+
+
+# the mistakes the page shows, each in a fold of its own
+ON_THE_PAGE = ["embedding with += on repeated ids", "linear, db over one axis", "layernorm, dout * xhat for dxhat * xhat",
+               "softmax without the row's sum", "softmax, a sum over the batch's axis",
+               "softmax shifted by the largest of all", "attention, its cache a tuple", "gelu without the forward's 0.5",
+               "block without the second residual", "cross-entropy into its cache", "schedule without the short run",
+               "clipping at twice max_norm", "AdamW decaying the biases", "top-p before top-k",
+               "merge_pair merging overlaps twice"]
+
+
+@pytest.mark.parametrize("mistake", ON_THE_PAGE)
+def test_the_page_shows_the_table_each_mistake_gives(mistake, tmp_path, capsys):
+    name, source, *_ = MISTAKES[mistake]
+    _, out, _ = judge(name, source, tmp_path, capsys)
+    table = rounding_masked(page_table(out))
+    assert table in rounding_masked(PAGE.read_text(encoding="utf-8")), \
+        f"docs/exercises.md should show, for {mistake}:\n{table}"
+
+
+def test_the_pages_mistakes_are_folded_away():
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.count('<details markdown="1">') == text.count("</details>") == len(ON_THE_PAGE)
+    assert "<details open" not in text  # closed: a learner opens one only when stuck
+    assert text.index("<details") > text.index("## When you are stuck")
+
+
+def test_the_page_lists_the_exercises_in_order_with_their_times_and_pages():
+    text = PAGE.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.*?) \| (.*?) \| (\d+) min \| (\d+) min \|$", text, re.M)
+    assert [row[1] for row in rows] == ORDER and [int(row[0]) for row in rows] == list(range(1, 16))
+    for number, name, _, read_first, _, _ in rows:
+        page = Path(gradcheck.EXERCISE_PAGES[name]).name
+        assert f"]({page})" in read_first, f"exercise {number} should name {page}"
+    guided, derive = (sum(int(row[column]) for row in rows) for column in (4, 5))
+    total = re.search(r"\| all fifteen \| (\d+) h (\d+) min \| (\d+) h (\d+) min \|", text)
+    assert (60 * int(total[1]) + int(total[2]), 60 * int(total[3]) + int(total[4])) == (guided, derive)
+
+
+def test_the_page_says_what_a_right_backward_gets():
+    errors = {layer: gradcheck.check(layer) for layer in gradcheck.CHECKS}
+    # every tensor but the key biases, whose true gradient is 0 and is judged by its size
+    measured = lambda layers: [error for layer in layers for tensor, error in errors[layer].items()
+                               if not tensor.endswith("bk")]
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    # the page states bounds, not the digits, which are rounding and vary from one CPU to another
+    assert "below 1e-9 on every layer, below 1e-8 on the block, and below 5e-7 on the whole model" in text
+    assert max(measured(set(gradcheck.CHECKS) - {"block", "model"})) < 1e-9
+    assert max(measured(["block"])) < 1e-8 and max(measured(["model"])) < 5e-7
+    assert max(errors[layer][tensor] for layer in errors for tensor in errors[layer] if tensor.endswith("bk")) < 1e-15
