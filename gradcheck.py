@@ -520,12 +520,14 @@ def page_layernorm():
 
 def page_linear():
     """The MLP page's linear layer: x (2, 2), W (2, 3), b (3,)."""
-    return np.array([[1.0, 2.0], [3.0, -1.0]]), np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]]), np.array([0.5, 0.0, -0.5])
+    x, W = np.array([[1.0, 2.0], [3.0, -1.0]]), np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]])
+    return x, W, np.array([0.5, 0.0, -0.5])
 
 
 def page_attention():
     """The attention page's three positions of width 2 in two heads of 1, every matrix I, every bias 0."""
-    p = {name: np.eye(2) if name[0] == "W" else np.zeros(2) for name in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")}
+    p = {name: np.eye(2) if name[0] == "W" else np.zeros(2)
+         for name in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo")}
     return np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]]), p
 
 
@@ -577,7 +579,8 @@ PAGE_EXAMPLES = {
     "linear_backward": ("docs/04-mlp.md", "tests/test_examples_layers.py::test_linear_worked_example",
                         lambda f: dict(zip(("dx", "dW", "db"), f(np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 0.0]]),
                                                                  tf.linear_forward(*page_linear())[1])))),
-    "layernorm_forward": ("docs/02-layernorm.md", "tests/test_examples_layers.py::test_layernorm_forward_worked_example",
+    "layernorm_forward": ("docs/02-layernorm.md",
+                          "tests/test_examples_layers.py::test_layernorm_forward_worked_example",
                           lambda f: {"out": f(*page_layernorm(), 1e-5)[0]}),
     "layernorm_backward": ("docs/02-layernorm.md",
                            "tests/test_examples_layers.py::test_layernorm_backward_worked_example",
@@ -609,7 +612,8 @@ PAGE_EXAMPLES = {
                       lambda f: {"out": f(*page_block())[0][0]}),
     "block_backward": ("docs/05-block.md", "tests/test_examples_model.py::test_block_residual_worked_example",
                        lambda f: {"dx": f(np.array([[[1.0, 0.0, 0.0]]]), tf.block_forward(*page_block())[1])[0][0]}),
-    "cross_entropy_forward": ("docs/06-output.md", "tests/test_examples_model.py::test_cross_entropy_two_rows_divides_by_n",
+    "cross_entropy_forward": ("docs/06-output.md",
+                              "tests/test_examples_model.py::test_cross_entropy_two_rows_divides_by_n",
                               lambda f: {"loss": f(PAGE_LOGITS, PAGE_TARGETS)[0],
                                          "loss, one row": f(PAGE_LOGITS[:1], PAGE_TARGETS[:1])[0]}),
     "cross_entropy_backward": ("docs/06-output.md",
@@ -697,14 +701,16 @@ def forward_cases(function, rng):
         "linear_forward": [("out", (x, p["W1"], p["b1"])), ("x (N, n_in)", (x[0], p["W1"], p["b1"]))],
         "layernorm_forward": [("out", (3 * x + 1, p["ln1_gain"], p["ln1_shift"], 1e-5)),
                               ("a constant row", (np.full((1, 4), 5.0), p["ln1_gain"], p["ln1_shift"], 1e-5))],
-        "softmax": [("probs", (rng.normal(size=(2, 3, 5)),)), ("1000 apart", (np.array([[0.0, 1.0], [-1000.0, -999.0]]),)),
+        "softmax": [("probs", (rng.normal(size=(2, 3, 5)),)),
+                    ("1000 apart", (np.array([[0.0, 1.0], [-1000.0, -999.0]]),)),
                     ("masked", (np.array([[0.0, -np.inf], [1.0, 2.0]]),))],
         "attention_forward": [("out", (x, p, 2)), ("with a past", (x[:, :2], p, 2, random_past(rng)))],
         "gelu_forward": [("y", (rng.normal(scale=2.0, size=(3, 7)),))],
         "mlp_forward": [("out", (x, p))],
         "block_forward": [("out", (x, p, TINY)), ("with a past", (x[:, :2], p, TINY, random_past(rng)))],
         "cross_entropy_forward": [("loss", (rng.normal(size=(6, 5)), np.array([0, 4, 4, 1, 2, 3]))),
-                                  ("1000 apart", (np.array([[1.0, 2.0, 3.0], [-999.0, -998.0, -997.0]]), np.array([2, 2])))],
+                                  ("1000 apart", (np.array([[1.0, 2.0, 3.0], [-999.0, -998.0, -997.0]]),
+                                                  np.array([2, 2])))],
     }
     return cases[function]
 
@@ -719,7 +725,8 @@ PAIRED_BACKWARDS = {
 
 
 def layer_forward_errors(function, yours):
-    return forward_errors(yours, function, forward_cases(function, np.random.default_rng(4)), PAIRED_BACKWARDS[function])
+    cases = forward_cases(function, np.random.default_rng(4))
+    return forward_errors(yours, function, cases, PAIRED_BACKWARDS[function])
 
 
 def model_forward_errors(yours):
@@ -807,11 +814,14 @@ def holds(fact, hint):
 
 def schedule_errors(yours):
     project = importlib.import_module("train").lr_schedule
-    errors = {f"step {step} of {total}": beside(yours(step, total, 1e-3, 1e-4, 50), project(step, total, 1e-3, 1e-4, 50))
+    errors = {f"step {step} of {total}": beside(yours(step, total, 1e-3, 1e-4, 50),
+                                                project(step, total, 1e-3, 1e-4, 50))
               for step, total in ((25, 1000), (50, 1000), (525, 1000), (1000, 1000), (10, 10))}
-    runs = [(step, total, warmup) for total, warmup in ((1000, 50), (120, 10), (30, 50), (40, 0)) for step in range(1, total + 1)]
+    runs = [(step, total, warmup) for total, warmup in ((1000, 50), (120, 10), (30, 50), (40, 0))
+            for step in range(1, total + 1)]
     wrong = [(step, total, warmup) for step, total, warmup in runs
-             if not compared(yours(step, total, 1e-3, 1e-4, warmup), project(step, total, 1e-3, 1e-4, warmup)) < TOLERANCE]
+             if not compared(yours(step, total, 1e-3, 1e-4, warmup),
+                             project(step, total, 1e-3, 1e-4, warmup)) < TOLERANCE]
     errors["every step"] = holds(not wrong, None)
     if wrong:
         step, total, warmup = wrong[0]
@@ -841,7 +851,8 @@ def clipping_errors(yours):
         label = f"norm {norm:g} (max {max_norm:g})"
         errors[label] = beside(after, expected_after, "the project's")
         if after == values and norm > max_norm and in_place:
-            errors[label].hint = f"a norm of {norm:g} is above max_norm {max_norm:g}, yet yours left the gradients as they were"
+            errors[label].hint = (f"a norm of {norm:g} is above max_norm {max_norm:g}, yet yours left the gradients "
+                                  f"as they were")
         errors[f"returns {norm:g}"] = beside(returned, expected_returned, "the project's")
         if not in_place:
             errors["in place"] = holds(False, "scale the gradients in place (grads[name] *= ..., or the buffer "
@@ -850,8 +861,9 @@ def clipping_errors(yours):
     rng = np.random.default_rng(6)
     values = rng.normal(size=9).tolist()
     norm = math.sqrt(sum(v * v for v in values))
-    wrong = [scale for scale in (0.3, 0.9, 1.5) if not compared(clipped(yours, values, scale * norm)[:2],
-                                                                 clipped(project, values, scale * norm)[:2]) < TOLERANCE]
+    wrong = [scale for scale in (0.3, 0.9, 1.5)
+             if not compared(clipped(yours, values, scale * norm)[:2],
+                             clipped(project, values, scale * norm)[:2]) < TOLERANCE]
     errors["9 random numbers"] = holds(not wrong, wrong and f"with max_norm {wrong[0]:g} times their norm, yours is "
                                                             f"not the project's")
     return errors
@@ -1141,11 +1153,13 @@ def parser():
     p = Parser(prog="gradcheck.py", description=__doc__.split("\n\n")[0],
                epilog="layers: " + ", ".join(CHECKS) + "\nexercises, in order: " + ", ".join(EXERCISE_FUNCTIONS),
                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("layers", nargs="*", metavar="LAYER", help="the layers to check (default: all of them, then the model)")
+    p.add_argument("layers", nargs="*", metavar="LAYER",
+                   help="the layers to check (default: all of them, then the model)")
     p.add_argument("--list", action="store_true", help="list the layers and the exercises")
     p.add_argument("--exercise", nargs="?", const="", metavar="NAME",
                    help="judge your exercise NAME; with no NAME, list the exercises in the order to do them")
-    p.add_argument("--track", choices=TRACKS, default="guided", help="guided (exercises/) or derive (exercises/derive/)")
+    p.add_argument("--track", choices=TRACKS, default="guided",
+                   help="guided (exercises/) or derive (exercises/derive/)")
     p.add_argument("--exercises-dir", type=Path, metavar="DIR", help="read your files from DIR instead of the track's")
     return p
 

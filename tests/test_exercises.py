@@ -30,12 +30,14 @@ def project_source(name):
     """The project's own functions of exercise `name`, as a learner's whole file would hold them: their source,
     dedented (Adam.step inside `class Adam:`), after the imports they use."""
     imports = ("import math\nfrom collections import Counter\n\nimport numpy as np\n\n"
-               "from generate import ROUNDING\nfrom tokenizer import split_pieces\nfrom train import CHUNK, decay_group\n"
+               "from generate import ROUNDING\nfrom tokenizer import split_pieces\n"
+               "from train import CHUNK, decay_group\n"
                "from transformer import *\nfrom transformer import flat_buffer\n")
     functions = []
     for qualified in gradcheck.EXERCISE_FUNCTIONS[name]:
         source = textwrap.dedent(inspect.getsource(gradcheck.projects_function(qualified)))
-        functions.append("class Adam:\n" + textwrap.indent(source, "    ") if qualified == "train.Adam.step" else source)
+        in_its_class = "class Adam:\n" + textwrap.indent(source, "    ")
+        functions.append(in_its_class if qualified == "train.Adam.step" else source)
     return imports + "\n\n" + "\n\n".join(functions)
 
 
@@ -91,7 +93,8 @@ def test_each_stub_is_the_projects_def_line_with_a_body_still_to_write(name, tra
         assert inspect.getsourcelines(stub)[0][0] == inspect.getsourcelines(project)[0][0], \
             f"{path}: copy the def line of {qualified}"
         assert not gradcheck.written(stub), f"{path}: {qualified}'s body must be the stub's line"
-        assert inspect.getsource(stub).rstrip().endswith("raise NotImplementedError  # your code, in place of this line")
+        assert inspect.getsource(stub).rstrip().endswith(
+            "raise NotImplementedError  # your code, in place of this line")
 
 
 @pytest.mark.parametrize("name", ORDER)
@@ -354,7 +357,8 @@ def merge_pair(tokens, pair, new):
 
 # (exercise, source, the (function, row)s that fail, the start of each hint printed)
 MISTAKES = {
-    "layernorm, dout * xhat for dxhat * xhat": ("layernorm", LAYERNORM_DOUT_FOR_DXHAT, {("layernorm_backward", "x")}, []),
+    "layernorm, dout * xhat for dxhat * xhat": ("layernorm", LAYERNORM_DOUT_FOR_DXHAT, {("layernorm_backward", "x")},
+                                                []),
     "softmax, a sum over the batch's axis": ("softmax", SOFTMAX_SUM_OVER_THE_BATCH, {("softmax_backward", "x")},
                                              ["row 0 of yours changes when other rows are there: a sum or a mean runs "
                                               "over another axis than the row's"]),
@@ -378,7 +382,8 @@ MISTAKES = {
     "gelu without the forward's 0.5": ("gelu", GELU_WITHOUT_THE_HALF, {("gelu_backward", "x")},
                                        ["yours is 2 times the measured gradient in every entry"]),
     "cross-entropy into its cache": ("cross_entropy", CROSS_ENTROPY_INTO_ITS_CACHE,
-                                     {("cross_entropy_backward", "(cache)"), ("cross_entropy_backward", "(repeat)")}, []),
+                                     {("cross_entropy_backward", "(cache)"), ("cross_entropy_backward", "(repeat)")},
+                                     []),
     "block without the second residual": ("block", BLOCK_WITHOUT_THE_SECOND_RESIDUAL, {("block_backward", "x")}, []),
     "schedule without the short run": ("lr_schedule", SCHEDULE_WITHOUT_THE_SHORT_RUN,
                                        {("lr_schedule", "step 10 of 10"), ("lr_schedule", "every step")}, []),
@@ -395,7 +400,7 @@ MISTAKES = {
     "AdamW decaying the biases": ("adamw", ADAMW_DECAYING_THE_BIASES,
                                   {("Adam.step", "page, step 1"), ("Adam.step", "page, step 2"),
                                    ("Adam.step", "3 steps, a model")},
-                                  ["b, a bias with a gradient of 0, moved: weight decay is for the matrices alone"] * 2),
+                                  ["b, a bias with a gradient of 0, moved: weight decay is for the matrices"] * 2),
     "top-p before top-k": ("sampling", SAMPLING_TOP_P_BEFORE_TOP_K,
                            {("filtered_probs", "top-k, then top-p"), ("filtered_probs", "50 random logits")},
                            ["with Sampling("]),
@@ -411,7 +416,8 @@ def test_a_wrong_function_fails_on_the_rows_it_gets_wrong_with_a_hint_only_where
     status, out, err = judge(name, source, tmp_path, capsys)
     assert status == 1, err
     assert failing(out) == wrong, out
-    assert len(hints(out)) == len(hinted) and all(hint.startswith(start) for hint, start in zip(hints(out), hinted)), out
+    assert len(hints(out)) == len(hinted), out
+    assert all(hint.startswith(start) for hint, start in zip(hints(out), hinted)), out
     assert f"fix {tmp_path / name}.py, then run this again" in err
 
 
@@ -500,7 +506,8 @@ def test_the_command_line():
     assert run("--exercise", "gelu", "--track", "guess")[0] == 2
     for args, message in ((["--exercise", "mlps"], "gradcheck.py: no exercise 'mlps'; the exercises are: embedding, "),
                           (["--bogus"], "gradcheck.py: unrecognized arguments: --bogus (see --help)"),
-                          (["gelu", "--track", "derive"], "gradcheck.py: --track and --exercises-dir go with --exercise")):
+                          (["gelu", "--track", "derive"],
+                           "gradcheck.py: --track and --exercises-dir go with --exercise")):
         status, out, err = run(*args)
         assert (status, out, err.count("\n")) == (2, "", 1) and err.startswith(message), err
 
@@ -524,9 +531,10 @@ def page_table(out):
 
 
 # the mistakes the page shows, each in a fold of its own
-ON_THE_PAGE = ["embedding with += on repeated ids", "linear, db over one axis", "layernorm, dout * xhat for dxhat * xhat",
-               "softmax without the row's sum", "softmax, a sum over the batch's axis",
-               "softmax shifted by the largest of all", "attention, its cache a tuple", "gelu without the forward's 0.5",
+ON_THE_PAGE = ["embedding with += on repeated ids", "linear, db over one axis",
+               "layernorm, dout * xhat for dxhat * xhat", "softmax without the row's sum",
+               "softmax, a sum over the batch's axis", "softmax shifted by the largest of all",
+               "attention, its cache a tuple", "gelu without the forward's 0.5",
                "block without the second residual", "cross-entropy into its cache", "schedule without the short run",
                "clipping at twice max_norm", "AdamW decaying the biases", "top-p before top-k",
                "merge_pair merging overlaps twice"]
@@ -571,3 +579,12 @@ def test_the_page_says_what_a_right_backward_gets():
     assert max(measured(set(gradcheck.CHECKS) - {"block", "model"})) < 1e-9
     assert max(measured(["block"])) < 1e-8 and max(measured(["model"])) < 5e-7
     assert max(errors[layer][tensor] for layer in errors for tensor in errors[layer] if tensor.endswith("bk")) < 1e-15
+
+
+@pytest.mark.parametrize("function", gradcheck.PAGE_EXAMPLES)
+def test_each_worked_example_the_judge_runs_is_a_test_and_a_page_of_the_project(function):
+    page, test, run = gradcheck.PAGE_EXAMPLES[function]
+    path, name = test.split("::")
+    assert f"def {name}(" in (REPO / path).read_text(encoding="utf-8")
+    assert f"Example: {test}" in (REPO / page).read_text(encoding="utf-8"), f"{page} shows no example of {test}"
+    assert run(getattr(gradcheck.tf, function))  # the project's own numbers, the ones the page shows
