@@ -630,7 +630,13 @@ def page_example(function, yours):
     """The page's worked example of `function` run through yours: an Error against the project's numbers,
     which the page shows, with the two side by side."""
     page, test, run = PAGE_EXAMPLES[function]
-    expected, mine = run(getattr(tf, function)), run(yours)
+    expected = run(getattr(tf, function))
+    try:
+        mine = run(yours)
+    except Exception as error:  # noqa: BLE001  yours fails on the page's shapes (a (C,) row, say): say where
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return Error(math.inf, f"the page's worked example ({page}) raised {type(error).__name__}: {error}, in yours "
+                               f"at {where.filename}, line {where.lineno}: {where.line}")
     error = compared(mine, expected)
     return Error(error, getattr(error, "hint", None),
                  [f"the page's worked example ({page}), yours beside the page's:"] + side_by_side(mine, expected))
@@ -777,7 +783,8 @@ def backward_errors(name, function, yours):
             and rows_mixed(layer, yours):
         errors["x"] = Error(errors["x"], "row 0 of yours changes when other rows are there: a sum or a mean runs "
                                          "over another axis than the row's (axis=-1)")
-    return errors, page_example(function, yours).beside
+    example = page_example(function, yours)
+    return errors, example.beside or [example.hint]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -888,7 +895,10 @@ def adamw_errors(yours):
                         for step in (yours, project))
         errors[f"page, step {steps}"] = beside({k: mine[k] for k in ("params", "m", "v")},
                                                {k: theirs[k] for k in ("params", "m", "v")})
-        if mine["params"][-1] != page[0]["b"][0]:
+        if steps == 1 and np.array_equal(mine["params"], [1.0, -2.0, 0.5]):
+            errors["page, step 1"].hint = ("yours left the parameters as they were: update them in place (p -= ..., "
+                                           "on flat_buffer(params) or each tensor), as train.py reads them")
+        elif mine["params"][-1] != page[0]["b"][0]:
             errors[f"page, step {steps}"].hint = ("b, a bias with a gradient of 0, moved: weight decay is for the "
                                                   "matrices alone (decay_group), and Adam moves an entry only by its "
                                                   "gradient's running means")

@@ -327,6 +327,31 @@ class Adam:
         m_hat, v_hat = self.m / (1 - self.beta1 ** self.t), self.v / (1 - self.beta2 ** self.t)
         p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
 '''
+ADAMW_NOT_IN_PLACE = '''
+import numpy as np
+
+from transformer import flat_buffer
+
+
+class Adam:
+    def step(self, params, grads, lr):
+        self.t += 1
+        p, g = flat_buffer(params), flat_buffer(grads)
+        self.m = self.beta1 * self.m + (1 - self.beta1) * g
+        self.v = self.beta2 * self.v + (1 - self.beta2) * g * g
+        p = p - lr * (self.m / (1 - self.beta1 ** self.t)) / (np.sqrt(self.v / (1 - self.beta2 ** self.t)) + self.eps)
+'''
+LAYERNORM_FOR_3D_ROWS_ONLY = '''
+from transformer import layernorm_forward
+
+
+def layernorm_backward(dout, cache):
+    xhat, rstd, gain = cache
+    B, T, C = dout.shape
+    dxhat = dout * gain
+    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dout * xhat).mean(axis=-1, keepdims=True))
+    return dx, (dout * xhat).reshape(-1, C).sum(axis=0), dout.reshape(-1, C).sum(axis=0)
+'''
 SAMPLING_TOP_P_BEFORE_TOP_K = '''
 import numpy as np
 
@@ -401,6 +426,10 @@ MISTAKES = {
                                   {("Adam.step", "page, step 1"), ("Adam.step", "page, step 2"),
                                    ("Adam.step", "3 steps, a model")},
                                   ["b, a bias with a gradient of 0, moved: weight decay is for the matrices"] * 2),
+    "AdamW not in place": ("adamw", ADAMW_NOT_IN_PLACE,
+                           {("Adam.step", "page, step 1"), ("Adam.step", "page, step 2"), ("Adam.step", "lr times sign"),
+                            ("Adam.step", "3 steps, a model")},
+                           ["yours left the parameters as they were: update them in place"]),
     "top-p before top-k": ("sampling", SAMPLING_TOP_P_BEFORE_TOP_K,
                            {("filtered_probs", "top-k, then top-p"), ("filtered_probs", "50 random logits")},
                            ["with Sampling("]),
@@ -430,6 +459,14 @@ def test_a_wrong_backward_gets_the_pages_worked_example_beside_yours(tmp_path, c
     assert not lines[at + 1].endswith("<- differs")
     assert lines[at + 2].startswith("  dx row 1         yours [-0.3750  0.6250 -0.1250 -0.1250]   the page's [-0.5000")
     assert lines[at + 2].endswith("<- differs")
+
+
+def test_a_backward_that_fails_on_the_pages_shapes_says_where(tmp_path, capsys):
+    # written for (B, T, C) only: the page's example, rows of shape (2, 4), raises in it; the table stays
+    status, out, _ = judge("layernorm", LAYERNORM_FOR_3D_ROWS_ONLY, tmp_path, capsys)
+    assert status == 1 and failing(out) == {("layernorm_backward", "x")}
+    assert (f"the page's worked example (docs/02-layernorm.md) raised ValueError: not enough values to unpack "
+            f"(expected 3, got 2), in yours at {tmp_path / 'layernorm.py'}, line 7: B, T, C = dout.shape") in out
 
 
 def test_a_wrong_forward_sets_the_pages_numbers_beside_yours(tmp_path, capsys):
