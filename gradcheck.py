@@ -1119,6 +1119,10 @@ def judge_exercise(name, folder, track="guided"):
                   file=sys.stderr)
             return 2
         yours[qualified] = value
+    used = {q for functions in EXERCISE_FUNCTIONS.values() for q in functions if q.startswith("transformer.")}
+    replaced_already = [q for q in sorted(used | set(yours)) if projects_function(q).__module__ != q.split(".")[0]]
+    assert not replaced_already, f"judge the learner's functions against the project's, before putting them in " \
+                                 f"the project's place: {', '.join(replaced_already)} are replaced already"
     not_yet = [qualified for qualified, function in yours.items() if not written(function)]
     if len(not_yet) == len(yours):
         print(not_written_line(path, not_yet), file=sys.stderr)

@@ -625,3 +625,11 @@ def test_each_worked_example_the_judge_runs_is_a_test_and_a_page_of_the_project(
     assert f"def {name}(" in (REPO / path).read_text(encoding="utf-8")
     assert f"Example: {test}" in (REPO / page).read_text(encoding="utf-8"), f"{page} shows no example of {test}"
     assert run(getattr(gradcheck.tf, function))  # the project's own numbers, the ones the page shows
+
+
+def test_the_judge_refuses_to_judge_once_a_learners_function_has_taken_the_projects_place(filled, monkeypatch):
+    # it would compare the learner's function with itself: train.py --exercises judges first, then replaces
+    learners = gradcheck.learners_function(filled / "layernorm.py", "layernorm_forward")
+    monkeypatch.setattr(gradcheck.tf, "layernorm_forward", learners)
+    with pytest.raises(AssertionError, match="before putting them in the project's place: transformer.layernorm_forward"):
+        gradcheck.judge_exercise("gelu", filled)
