@@ -462,7 +462,8 @@ def compared(yours, expected):
     """
     mine, theirs = numbers_in(yours), numbers_in(expected)
     if len(mine) != len(theirs):
-        return Error(math.inf, f"returns {len(mine)} numbers or arrays, where {len(theirs)} are expected")
+        return Error(math.inf, f"returns {len(mine)} numbers or arrays, where {len(theirs)} "
+                               f"{'is' if len(theirs) == 1 else 'are'} expected")
     worst = 0.0
     for a, b in zip(mine, theirs):
         if a.shape != b.shape:
@@ -671,17 +672,19 @@ def cache_error(backward, mine, theirs, dout):
     return compared(got, backward(copied(dout), copied(theirs)))
 
 
-def forward_errors(yours, function, cases, backward=None):
+def forward_errors(yours, function, cases, backward=None, with_cache=None):
     """{row: Error} of a forward: each case (label, args), your output against the project's; with the project's
-    `backward`, which takes (dout, cache), the row "cache" on the first case; then the page's example."""
+    `backward`, which takes (dout, cache), the row "cache" on the first case; then the page's example.
+    with_cache: whether the forward returns (out, cache), as it does when it has a backward to hand it to."""
     project, errors, rng = getattr(tf, function), {}, np.random.default_rng(5)
+    with_cache = backward is not None if with_cache is None else with_cache
     for number, (label, args) in enumerate(cases):
         mine, theirs = yours(*copied(args)), project(*copied(args))
-        if backward is not None and not (isinstance(mine, tuple) and len(mine) == 2):
+        if with_cache and not (isinstance(mine, tuple) and len(mine) == 2):
             errors[label] = Error(math.inf, f"return (out, cache), a pair, as the stub says; yours returns "
                                             f"{type(mine).__name__}")
             return errors
-        errors[label] = compared(mine[0], theirs[0]) if backward is not None else compared(mine, theirs)
+        errors[label] = compared(mine[0], theirs[0]) if with_cache else compared(mine, theirs)
         if backward is not None and number == 0:
             errors["cache"] = cache_error(backward, mine[1], theirs[1], rng.normal(size=np.shape(theirs[0])))
     errors["page example"] = page_example(function, yours)
@@ -739,7 +742,10 @@ def model_forward_errors(yours):
     """forward: the logits of TINY's random model for (B, T) and (T,) ids, and the project's loss_and_grads
     with your forward in place of its own."""
     cfg, params, ids, targets = tiny_model()
-    errors = forward_errors(yours, "forward", [("logits", (params, ids, cfg)), ("ids (T,)", (params, ids[0], cfg))])
+    errors = forward_errors(yours, "forward", [("logits", (params, ids, cfg)), ("ids (T,)", (params, ids[0], cfg))],
+                            with_cache=True)
+    if "page example" not in errors:  # not a pair (out, cache): there is no cache to hand on
+        return errors
     with replaced(tf, "forward", yours):
         try:
             got = tf.loss_and_grads(params, ids, targets, cfg)

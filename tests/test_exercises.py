@@ -352,6 +352,13 @@ def layernorm_backward(dout, cache):
     dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dout * xhat).mean(axis=-1, keepdims=True))
     return dx, (dout * xhat).reshape(-1, C).sum(axis=0), dout.reshape(-1, C).sum(axis=0)
 '''
+MODEL_FORWARD_WITHOUT_ITS_CACHE = '''
+from transformer import forward as projects, loss_and_grads
+
+
+def forward(params, ids, cfg):
+    return projects(params, ids, cfg)[0]  # the logits alone
+'''
 SAMPLING_TOP_P_BEFORE_TOP_K = '''
 import numpy as np
 
@@ -430,6 +437,8 @@ MISTAKES = {
                            {("Adam.step", "page, step 1"), ("Adam.step", "page, step 2"), ("Adam.step", "lr times sign"),
                             ("Adam.step", "3 steps, a model")},
                            ["yours left the parameters as they were: update them in place"]),
+    "model forward without its cache": ("model", MODEL_FORWARD_WITHOUT_ITS_CACHE, {("forward", "logits")},
+                                        ["return (out, cache), a pair, as the stub says; yours returns ndarray"]),
     "top-p before top-k": ("sampling", SAMPLING_TOP_P_BEFORE_TOP_K,
                            {("filtered_probs", "top-k, then top-p"), ("filtered_probs", "50 random logits")},
                            ["with Sampling("]),
