@@ -767,13 +767,16 @@ def rows_mixed(layer, backward):
     rng = np.random.default_rng(3)
     x, gain, shift = rng.normal(size=(2, 3, 6)), rng.normal(size=6), rng.normal(size=6)
     dout = rng.normal(size=x.shape)
-    if layer == "softmax":
-        probs = tf.softmax(x)
-        together, alone = backward(dout, probs.copy()), backward(dout[:1], probs[:1].copy())
-    else:
-        xhat, rstd, _ = tf.layernorm_forward(x, gain, shift, 1e-5)[1]
-        together = backward(dout, (xhat.copy(), rstd.copy(), gain))[0]
-        alone = backward(dout[:1], (xhat[:1].copy(), rstd[:1].copy(), gain))[0]
+    try:
+        if layer == "softmax":
+            probs = tf.softmax(x)
+            together, alone = backward(dout, probs.copy()), backward(dout[:1], probs[:1].copy())
+        else:
+            xhat, rstd, _ = tf.layernorm_forward(x, gain, shift, 1e-5)[1]
+            together = backward(dout, (xhat.copy(), rstd.copy(), gain))[0]
+            alone = backward(dout[:1], (xhat[:1].copy(), rstd[:1].copy(), gain))[0]
+    except Exception:  # noqa: BLE001  yours fails on one row alone: that says nothing of its axes
+        return False
     return np.shape(together)[1:] == np.shape(alone)[1:] and not compared(np.asarray(together)[:1], alone) < TOLERANCE
 
 
