@@ -595,6 +595,12 @@ def test_the_page_shows_the_table_each_mistake_gives(mistake, tmp_path, capsys):
         f"docs/exercises.md should show, for {mistake}:\n{table}"
 
 
+def test_the_page_shows_the_table_a_right_layer_norm_gets(filled, capsys):
+    assert gradcheck.main(["--exercise", "layernorm", "--exercises-dir", str(filled)]) == 0
+    table = rounding_masked(page_table(capsys.readouterr().out).split("\n\n")[0])
+    assert table in rounding_masked(PAGE.read_text(encoding="utf-8"))
+
+
 def test_the_pages_mistakes_are_folded_away():
     text = PAGE.read_text(encoding="utf-8")
     assert text.count('<details markdown="1">') == text.count("</details>") == len(ON_THE_PAGE)
