@@ -1,24 +1,38 @@
-"""Exercise 4 of 7: the backward of the mean cross-entropy of the logits, softmax and loss fused.
+"""Exercise 9 of 15: the mean cross-entropy of the logits, the softmax and the loss fused.
 
-Write the body of cross_entropy_backward below, then run
+Write the bodies of cross_entropy_forward and cross_entropy_backward below, the forward first, then run
 
     python gradcheck.py --exercise cross_entropy
 
-docs/06-output.md derives the equation (The gradient on the logits); the solution is the
-project's own cross_entropy_backward in transformer.py: read it when yours passes, or when you
-are stuck.
+The forward is judged against the project's, on logits 1000 apart, and on the page's worked example
+(logits [1, 2, 3], loss 0.4076); the backward by central differences. docs/06-output.md derives both
+(The gradient on the logits); the solution is the project's own cross_entropy_forward and
+cross_entropy_backward in transformer.py.
 """
 
 import numpy as np
 
 
+def cross_entropy_forward(logits, targets):  # (N, V), (N,) -> mean loss (scalar)
+    """loss, the mean over N rows of -log softmax(logits row)[target], and the cache.
+
+    targets: N ints in [0, V), the id each row should predict.
+        shifted = z - max(z), row by row         (no exp overflows; the softmax does not change)
+        -log p_y = log sum_j exp(shifted_j) - shifted_y
+        loss = (1/N) sum over rows of -log p_y
+
+    Hints:
+    - shifted[np.arange(N), targets] is one entry per row, at its target.
+    - Each row's own largest logit: .max(axis=-1, keepdims=True).
+    Return loss as a Python float (float(...)) and cache = (probs, targets): probs (N, V), each row's
+    softmax, and targets as they came.
+    """
+    raise NotImplementedError  # your code, in place of this line
+
+
 def cross_entropy_backward(cache):  # -> dlogits (N, V)
     """dlogits, the gradient of the mean loss on the logits. It takes no dout: the loss is where
-    the backward pass starts (dL/dL = 1).
-
-    The forward (cross_entropy_forward) computed, for N rows of logits z and their targets y,
-        p_r = softmax(z_r),    loss = (1/N) sum_r -log p_r,y_r
-    and kept cache = (probs, targets): probs (N, V), each row p_r; targets (N,), ints in [0, V).
+    the backward pass starts (dL/dL = 1). cache = (probs, targets), as cross_entropy_forward kept it.
 
     The gradient:
         dlogits_rj = (p_rj - onehot(y_r)_j) / N,   onehot(y_r)_j = 1 where j == y_r, else 0   (N, V)

@@ -1,23 +1,40 @@
-"""Exercise 5 of 7: the backward of the embeddings, where the backward pass ends.
+"""Exercise 1 of 15: the embeddings, where the forward pass starts and the backward pass ends.
 
-Write the body of embed_backward below, then run
+Write the bodies of embed_forward and embed_backward below, the forward first, then run
 
     python gradcheck.py --exercise embedding
 
-docs/01-embeddings.md derives the equations (Embedding backward); the solution is the project's
-own embed_backward in transformer.py: read it when yours passes, or when you are stuck.
+The forward is judged against the project's on random ids and on the page's worked example (ids
+[2, 0, 2]); the backward by central differences, with the page's example beside yours when it fails.
+docs/01-embeddings.md derives both (Embedding backward); the solution is the project's own
+embed_forward and embed_backward in transformer.py: read them when yours passes, or when you are stuck.
 """
 
 import numpy as np
 
 
+def embed_forward(params, ids, start=0):  # (..., T) ints -> (..., T, C); start: position of the first id
+    """X0, each token's vector at its position. No cache: the backward needs only ids.
+
+    params["tok_emb"] (V, C) holds a row per token id, params["pos_emb"] (context_len, C) a row per
+    position; ids is (T,) or (B, T), ints in [0, V); start is the position of the first id (0, except in
+    generation, where the positions before it are in the key/value cache).
+        X0[..., t, :] = tok_emb[ids[..., t]] + pos_emb[start + t]                (..., T, C)
+
+    Hints:
+    - tok_emb[ids] picks a row per id whatever the shape of ids: (T,) -> (T, C), (B, T) -> (B, T, C).
+    - The positions are a slice of rows, start to start + T: (T, C), which broadcasts over B.
+    Return X0 alone, not a pair.
+    """
+    raise NotImplementedError  # your code, in place of this line
+
+
 def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
     """Add the gradients of the two tables into grads; return nothing.
 
-    The forward (embed_forward) computed, for each sequence b and position t,
-        X0[b, t] = tok_emb[ids[b, t]] + pos_emb[t]
-    with ids (T,) or (B, T) and X0 of shape (..., T, C). The backward has no cache: ids is all it
-    needs. grads["tok_emb"] (V, C) and grads["pos_emb"] (context_len, C) are arrays to add into.
+    The forward computed X0[b, t] = tok_emb[ids[b, t]] + pos_emb[t] for each sequence b and position t,
+    with ids (T,) or (B, T) and X0 of shape (..., T, C). grads["tok_emb"] (V, C) and grads["pos_emb"]
+    (context_len, C) are arrays to add into.
 
     The gradients:
         dtok_emb[v] = sum over every (b, t) with ids[b, t] == v of dX0[b, t]     (V, C)

@@ -1,21 +1,32 @@
-"""Exercise 1 of 7: the backward of a linear layer, y = x W + b.
+"""Exercise 2 of 15: the linear layer, y = x W + b.
 
-Write the body of linear_backward below, then run
+Write the bodies of linear_forward and linear_backward below, the forward first, then run
 
     python gradcheck.py --exercise linear
 
-The table has a row for each of dx, dW and db, so you can get them right one at a time.
+The forward is judged against the project's and the page's worked example; the backward by central
+differences, a row for each of dx, dW and db, so you can get them right one at a time.
 docs/04-mlp.md derives the equations (Linear layer); the solution is the project's own
-linear_backward in transformer.py: read it when yours passes, or when you are stuck.
+linear_forward and linear_backward in transformer.py: read them when yours passes, or when stuck.
 """
+
+
+def linear_forward(x, W, b):  # (..., n_in), (n_in, n_out), (n_out,) -> (..., n_out)
+    """y = x W + b for every row of x, and the cache the backward needs.
+
+        y_ri = sum_j x_rj W_ji + b_i                                            (..., n_out)
+
+    Hints:
+    - x @ W works on every leading axis of x at once; b broadcasts over the rows.
+    Return y and cache = (x, W), that pair in that order: the project's linear_backward reads it.
+    """
+    raise NotImplementedError  # your code, in place of this line
 
 
 def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n_out), db (n_out,)
     """dx, dW and db from dout = dL/dy, the gradient on the layer's output.
 
-    The forward (linear_forward) computed, for every row r of x,
-        y_ri = sum_j x_rj W_ji + b_i
-    and kept cache = (x, W): x (..., n_in) as it came in, W (n_in, n_out).
+    cache = (x, W), as linear_forward kept them: x (..., n_in) as it came in, W (n_in, n_out).
 
     The gradients, with r running over all N rows (every leading axis of x together):
         dx_rj = sum_i dout_ri W_ji     dx = dout W^T                   (..., n_in)

@@ -1,21 +1,36 @@
-"""Exercise 3 of 7: the backward of the softmax over the last axis, which attention uses.
+"""Exercise 4 of 15: the softmax over the last axis, which attention uses.
 
-Write the body of softmax_backward below, then run
+Write the bodies of softmax and softmax_backward below, the forward first, then run
 
     python gradcheck.py --exercise softmax
 
-docs/03-attention-backward.md derives the equation (Attention backward, step 4, the softmax); the
-solution is the project's own softmax_backward in transformer.py: read it when yours passes, or
-when you are stuck.
+The forward is judged against the project's, on rows 1000 apart and on a masked entry (-inf), and on
+the page's worked example; the backward by central differences. docs/03-attention.md derives the
+forward (Softmax), docs/03-attention-backward.md the backward (Attention backward, step 4); the
+solution is the project's own softmax and softmax_backward in transformer.py.
 """
+
+import numpy as np
+
+
+def softmax(x):  # (..., n) -> (..., n), over the last axis
+    """p, each row of x turned into probabilities. No cache: the backward needs only p.
+
+        p_j = exp(x_j) / sum_k exp(x_k), for every row x (the last axis)         (..., n)
+
+    Hints:
+    - Subtract each row's own largest entry first (.max(axis=-1, keepdims=True)): the result does
+      not change, and no exp overflows. The largest of the whole array is not enough: a row far below
+      it would underflow to 0 / 0.
+    - exp(-inf) is 0: a masked entry gets probability 0 with no special case.
+    - Return a new array; leave x as it is.
+    Return p alone, not a pair.
+    """
+    raise NotImplementedError  # your code, in place of this line
 
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
-    """ds from dout = dL/dp, where p = softmax(s) row by row.
-
-    The forward (softmax) computed, for every row s of its input,
-        p_j = exp(s_j) / sum_k exp(s_k)
-    and its output p is all the backward needs: `probs`, of the input's shape (..., n).
+    """ds from dout = dL/dp, where p = softmax(s) row by row; probs is p, the forward's output.
 
     The gradient, row by row:
         dp_j/ds_i = p_j (delta_ij - p_i)                   (the Jacobian, n by n for each row)

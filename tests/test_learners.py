@@ -154,8 +154,8 @@ def test_each_written_function_is_the_learners_under_every_name_the_project_and_
 def test_training_the_learners_gpt_ends_where_the_projects_run_ends_and_runs_their_functions(tmp_path, corpus,
                                                                                              monkeypatch):
     folder = write_exercises(tmp_path / "exercises" / "derive")
-    judged = []
-    approved(monkeypatch, judged)
+    judged, judge = [], gradcheck.judge_exercise  # the real judge, its verdicts recorded: each must pass
+    monkeypatch.setattr(gradcheck, "judge_exercise", lambda *asked: judged.append((asked[0], judge(*asked))) or 0)
     before = bindings()
     plain = run_main("train.py", *tiny_args(tmp_path / "plain", corpus), "--name", "plain")
     assert plain.returncode == 0, plain.stderr
@@ -163,7 +163,7 @@ def test_training_the_learners_gpt_ends_where_the_projects_run_ends_and_runs_the
         yours = run_main("train.py", *tiny_args(tmp_path / "yours", corpus), "--name", "yours",
                          "--exercises", "derive", "--exercises-dir", folder)
     assert yours.returncode == 0, yours.stderr
-    assert judged == list(gradcheck.EXERCISE_FUNCTIONS)  # each exercise judged, before any step
+    assert judged == [(name, 0) for name in gradcheck.EXERCISE_FUNCTIONS]  # each judged right, before any step
     assert ran.calls == NAMES  # every one of them ran, the BPE's too
     assert f"({len(EVERY)} of {len(EVERY)})" in yours.stderr and "still the project's: none" in yours.stderr
     expected, got = params_of(tmp_path / "plain", "plain"), params_of(tmp_path / "yours", "yours")

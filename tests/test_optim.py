@@ -36,6 +36,13 @@ def test_clip_scales_to_max_norm_when_larger():
     assert np.isclose(np.linalg.norm(flat_buffer(grads)), 1.0, rtol=0, atol=1e-15)
 
 
+def test_clip_scales_a_norm_just_above_max_norm():
+    # a norm between max_norm and twice it: `norm > 2 * max_norm` would leave these as they are
+    grads = pack({"a": np.array([0.9]), "b": np.array([[1.2]])})  # global norm 1.5
+    assert clip_grad_norm(grads, 1.0) == pytest.approx(1.5)
+    assert np.allclose(flat_buffer(grads), [0.6, 0.8], rtol=0, atol=1e-15)
+
+
 def test_clip_leaves_small_gradients_untouched():
     grads = pack({"a": np.array([0.3]), "b": np.array([[0.4]])})
     assert clip_grad_norm(grads, 1.0) == pytest.approx(0.5)

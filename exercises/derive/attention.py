@@ -1,20 +1,35 @@
-"""Exercise 7 of 7, derive track: the backward of causal multi-head self-attention.
+"""Exercise 5 of 15, derive track: causal multi-head self-attention.
 
-Read docs/03-attention.md, the forward step by step; derive the backward of each step on paper,
-from the output projection back to the three projections, then write the body of
-attention_backward below and run
+Read docs/03-attention.md, the forward step by step, and docs/03-attention-backward.md; derive the
+backward of each step on paper, from the output projection back to the three projections, then write
+the bodies of attention_forward and attention_backward below, the forward first, and run
 
     python gradcheck.py --exercise attention --track derive
 
 Which rows of the table fail says which path is wrong. The guided stub, exercises/attention.py,
-gives the equations and hints if you get stuck.
+gives the equations and hints if you get stuck. The names imported from transformer are the
+project's; python train.py --exercises derive puts your written functions in their place there.
 """
 
 import math
 
 import numpy as np
 
-from transformer import linear_backward, softmax_backward  # the project's; or yours, once they pass
+from transformer import AttentionCache, causal_mask, linear_backward, linear_forward, softmax, softmax_backward
+
+
+def attention_forward(x, p, num_heads, past=None):  # (B, T, C), block params -> (B, T, C)
+    """out (B, T, C), and the cache.
+
+    x: (B, T, C). p: the block's parameters by short name, "Wq", "Wk", "Wv", "Wo" (C, C) and "bq",
+    "bk", "bv", "bo" (C,). num_heads: nh heads of hs numbers, nh times hs being C. past: None, or in
+    generation the keys and values of the positions before x, a pair of (B, nh, S - T, hs) arrays.
+    Return out and AttentionCache((q_cache, k_cache, v_cache), q, k, v, attn, out_cache): the caches of
+    the linear_forward of the queries, keys and values; the heads q (B, nh, T, hs), k and v (B, nh, S,
+    hs), the past included; attn (B, nh, T, S), the weights after the softmax; the cache of the output
+    projection's linear_forward.
+    """
+    raise NotImplementedError  # your code, in place of this line
 
 
 def attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}

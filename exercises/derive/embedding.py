@@ -1,8 +1,7 @@
-"""Exercise 5 of 7, derive track: the backward of the embeddings, where the backward pass ends.
+"""Exercise 1 of 15, derive track: the embeddings, where the forward pass starts and the backward ends.
 
-Read "Token embedding" to "Embedding sum" on docs/01-embeddings.md; work out on paper which rows
-of the two tables each row of dX0 reaches (an id may occur more than once), then write the body
-of embed_backward below and run
+Read docs/01-embeddings.md; derive what each table's gradient collects on paper, then write the
+bodies of embed_forward and embed_backward below, the forward first, and run
 
     python gradcheck.py --exercise embedding --track derive
 
@@ -12,11 +11,21 @@ The guided stub, exercises/embedding.py, gives the equations and hints if you ge
 import numpy as np
 
 
-def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
-    """Add the gradients of the two tables into grads; return nothing.
+def embed_forward(params, ids, start=0):  # (..., T) ints -> (..., T, C); start: position of the first id
+    """X0, each token's vector at its position, (..., T, C).
 
-    dX0: (..., T, C), the gradient on the embeddings' output.
-    ids: (T,) or (B, T) ints, the forward's input; the backward has no other cache.
-    grads["tok_emb"]: (V, C) and grads["pos_emb"]: (context_len, C), arrays of zeros to add into.
+    params["tok_emb"] (V, C), a row per token id; params["pos_emb"] (context_len, C), a row per position.
+    ids: (T,) or (B, T) ints in [0, V). start: the position of the first id (not 0 in generation only).
+    Return X0 alone, not a pair: the backward needs only ids.
+    """
+    raise NotImplementedError  # your code, in place of this line
+
+
+def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"], grads["pos_emb"]
+    """Add the gradients of the two tables into grads["tok_emb"] (V, C) and grads["pos_emb"]
+    (context_len, C); return nothing.
+
+    dX0: (..., T, C), the gradient on the forward's output. ids: (T,) or (B, T), as the forward read them.
+    An id may occur more than once.
     """
     raise NotImplementedError  # your code, in place of this line

@@ -1,8 +1,8 @@
-"""Exercise 6 of 7, derive track: the backward of layer normalization over the last axis.
+"""Exercise 3 of 15, derive track: layer normalization over the last axis.
 
-Read "Shifting and scaling each row" on docs/02-layernorm.md; derive dx, dgain and dshift on
-paper (each entry of a row reaches the output directly, through the row's mean and through its
-variance), then write the body of layernorm_backward below and run
+Read "Shifting and scaling each row" on docs/02-layernorm.md; derive dx, dgain and dshift on paper
+(each entry of a row reaches the output directly, through the row's mean and through its variance),
+then write the bodies of layernorm_forward and layernorm_backward below, the forward first, and run
 
     python gradcheck.py --exercise layernorm --track derive
 
@@ -10,6 +10,16 @@ The guided stub, exercises/layernorm.py, gives the equations and hints if you ge
 """
 
 import numpy as np
+
+
+def layernorm_forward(x, gain, shift, eps):  # (..., C), (C,), (C,) -> (..., C)
+    """y (..., C), each row normalized, scaled by gain and shifted by shift, and the cache.
+
+    eps: added to each row's variance (the biased one) under the square root.
+    Return y and the cache (xhat, rstd, gain): xhat (..., C), the normalized rows; rstd (..., 1), one
+    over each row's standard deviation, eps included; gain (C,). In that order: layernorm_backward reads it.
+    """
+    raise NotImplementedError  # your code, in place of this line
 
 
 def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dshift (C,)

@@ -1,12 +1,18 @@
-"""Exercise 1 of 7, derive track: the backward of a linear layer, y = x W + b.
+"""Exercise 2 of 15, derive track: the linear layer, y = x W + b.
 
 Read "A backward primer" on docs/02-layernorm.md, and "Linear layer" on docs/04-mlp.md up to its
-backward; derive dx, dW and db on paper, then write the body of linear_backward below and run
+backward; derive dx, dW and db on paper, then write the bodies of linear_forward and linear_backward
+below, the forward first, and run
 
     python gradcheck.py --exercise linear --track derive
 
 The guided stub, exercises/linear.py, gives the equations and hints if you get stuck.
 """
+
+
+def linear_forward(x, W, b):  # (..., n_in), (n_in, n_out), (n_out,) -> (..., n_out)
+    """y (..., n_out) and the cache (x, W): that pair, in that order, which linear_backward reads."""
+    raise NotImplementedError  # your code, in place of this line
 
 
 def linear_backward(dout, cache):  # (..., n_out) -> dx (..., n_in), dW (n_in, n_out), db (n_out,)

@@ -1,20 +1,27 @@
-"""Exercise 3 of 7, derive track: the backward of the softmax over the last axis, which attention uses.
+"""Exercise 4 of 15, derive track: the softmax over the last axis, which attention uses.
 
-Read "Softmax" on docs/03-attention.md; derive the gradient on the softmax's input on paper (every
-output of a row depends on every input of that row), then write the body of softmax_backward
-below and run
+Read "Softmax" on docs/03-attention.md, then "Attention backward", step 4, on
+docs/03-attention-backward.md; derive the softmax's gradient without building its Jacobian, then
+write the bodies of softmax and softmax_backward below, the forward first, and run
 
     python gradcheck.py --exercise softmax --track derive
 
 The guided stub, exercises/softmax.py, gives the equations and hints if you get stuck.
 """
 
+import numpy as np
+
+
+def softmax(x):  # (..., n) -> (..., n), over the last axis
+    """p (..., n), each row of x turned into probabilities, a new array; rows far apart and -inf
+    entries (masked) included. Return p alone, not a pair: the backward reads p itself."""
+    raise NotImplementedError  # your code, in place of this line
+
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
-    """The gradient on the softmax's input, from dout, the gradient on its output.
+    """ds from dout, the gradient of the loss on the softmax's output.
 
-    probs: (..., n), the softmax's output, each row summing to 1; all the backward needs.
-    dout: (..., n).
-    Return (..., n), a new array.
+    probs: (..., n), the softmax's output, each row summing to 1. dout: (..., n).
+    Return ds (..., n), a new array.
     """
     raise NotImplementedError  # your code, in place of this line
