@@ -27,7 +27,7 @@ import numpy as np
 
 import config
 import gradcheck
-from engineering import checkpoint, corpus, lab_server, learners, prompting, run_log, runs
+from engineering import checkpoint, corpus, lab_models, lab_server, learners, prompting, run_log, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser
 from generate import Sampling, filtered_probs, generate
@@ -326,7 +326,7 @@ def about(model, warning=""):
 def api(models, settings):
     """The lab's JSON API, {(method, path): function}: each request's fields checked (a status and one line where one
     is wrong), then the view it asks for, on the model it names (its run; null: the one the lab started with)."""
-    memo = lab_server.FolderMemo()
+    memo = lab_models.FolderMemo()
     opened = functools.cache(lambda: first_text(models.first))  # read once: a corpus may be large
 
     def sampling_of(body):
@@ -394,7 +394,7 @@ def serve(args):
     """Read the model, start the server and serve until Ctrl-C."""
     args.window = 0
     model = prompting.load_for_sampling(args, config.checkpoint, decoding=False)  # step_over adds its packed buffer
-    models = lab_server.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
+    models = lab_models.Models(model, runs.listing_home(model.folder, config.checkpoint))  # as talk.py's /models
     server = lab_server.start(api(models, args), args.host, args.port)
     if not server.loopback:
         prompting.warn(f"warning: the lab listens on {args.host}: other machines that reach this address can use it")

@@ -11,7 +11,8 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     tokenizer_files.py  a tokenizer's file written and read back, every field checked
     gpt2.py             a Hugging Face GPT-2 folder read as the project's own model
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
-    lab_server.py       lab.py's server: its rules on this machine, the models it holds; lab/ holds its page
+    lab_server.py       lab.py's server: its rules on this machine, a request's fields read defensively; lab/ its page
+    lab_models.py       the models the lab answers with, read again when their files change
     parallel.py         a batch shared out to several processes, their gradients averaged
     learners.py         --exercises TRACK: the functions the learner wrote, judged, in the project's place
     files.py            files written whole or not at all; JSON read with its problem told

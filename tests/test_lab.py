@@ -29,7 +29,7 @@ import pytest
 
 import lab
 import transformer
-from engineering import checkpoint, lab_server, run_log, runs
+from engineering import checkpoint, lab_models, lab_server, run_log, runs
 from conftest import tiny_play
 from engineering.errors import InputError
 from generate import Sampling, filtered_probs, generate
@@ -87,7 +87,7 @@ class Served:
 
 @contextlib.contextmanager
 def serving(model, home, host="127.0.0.1"):
-    server = lab_server.start(lab.api(lab_server.Models(model, home), SETTINGS), host, 0)
+    server = lab_server.start(lab.api(lab_models.Models(model, home), SETTINGS), host, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -402,7 +402,7 @@ def test_a_body_that_stalls_is_told_408_and_one_too_long_413_at_once(served, mon
 def test_fifty_connections_at_once_are_held_until_the_lab_answers_them_all(play):
     """Fifty clients connect before the lab accepts any: the kernel holds them (the listen backlog), and each is
     answered. A backlog of 5, socketserver's, leaves the connections past it unconnected."""
-    server = lab_server.start(lab.api(lab_server.Models(play, runs.home_of(play.folder)), SETTINGS), "127.0.0.1", 0)
+    server = lab_server.start(lab.api(lab_models.Models(play, runs.home_of(play.folder)), SETTINGS), "127.0.0.1", 0)
     connections = [socket.create_connection(("127.0.0.1", server.server_port), timeout=5) for _ in range(50)]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     try:
