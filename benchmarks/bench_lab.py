@@ -39,7 +39,7 @@ import config  # noqa: E402
 import lab  # noqa: E402
 import train  # noqa: E402
 from bench_gpt2 import write_gpt2_124m  # noqa: E402
-from engineering import checkpoint, lab_server  # noqa: E402
+from engineering import checkpoint, lab_models, lab_server  # noqa: E402
 from engineering.corpus import SAMPLE_CORPUS, read_corpus  # noqa: E402
 from engineering.settings import SettingsParser  # noqa: E402
 from generate import Sampling  # noqa: E402
@@ -119,7 +119,7 @@ def measure(model, theirs, text, rounds, learn_too):
     """{what: [seconds of each round]}: ours as a function and over HTTP, theirs, in turns."""
     import torch
     ids = torch.tensor(lab.read_text(model, text)[0])
-    server = lab_server.start(lab.api(lab_server.Models(model, Path(tempfile.gettempdir())),
+    server = lab_server.start(lab.api(lab_models.Models(model, Path(tempfile.gettempdir())),
                                       types.SimpleNamespace(**vars(SAMPLING), seed=0)), "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     work = {"look, lab.look": lambda: lab.look(model, text, SAMPLING),

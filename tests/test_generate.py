@@ -488,7 +488,7 @@ def test_sampling_lays_out_a_model_that_streams_from_memory_and_the_lab_keeps_it
         served.append(model)
         raise Served
     served = []
-    monkeypatch.setattr(lab.lab_server, "Models", models)
+    monkeypatch.setattr(lab.lab_models, "Models", models)
     with pytest.raises(Served):
         lab.main(["--checkpoint", str(tiny_checkpoint), "--port", "0"])
     assert flat_buffer(served[0].params).size > 0  # its learn step adds into the packed buffer (lab.step_over)
