@@ -36,7 +36,10 @@ import numpy as np
 import pytest
 
 # docs/site_tools.py (conftest.py puts docs/ on the path): the resolver the site's hook uses too
-from site_tools import CITATION, CODE_SPAN, CitationError, cited_lines, in_code, squash, text_before
+import builtins
+
+from site_tools import (CITATION, CODE_SPAN, CitationError, block_lines, cited_lines, cited_object, fenced_block,
+                        in_code, marked_gaps, named_objects, squash, text_before)
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -71,6 +74,146 @@ def test_every_citation_quotes_its_lines(page):
         checked += 1
     assert not wrong, f"{REWRITE}:\n" + "\n".join(wrong)
     assert checked or page.name == "index.md", f"{page.name} cites no code"
+
+
+def quoted_blocks(page):
+    """(line number on the page, path, name, the block's lines) for each citation alone on its line before a
+    ```python block: the excerpts a page quotes."""
+    for number, match, line, after in citations(page):
+        if squash(CITATION.sub("", line)).strip("*`#: ") == "":
+            block = fenced_block(after)
+            if block is not None:
+                yield number, match[1], match[2], block
+
+
+def definitions(node):
+    """{name: [(line, whether a use on that same line sees it)]} of every name an object binds: assignments,
+    loop and with targets, imports, nested defs, the arguments of nested functions and lambdas, and the
+    targets of comprehensions and := (which a use on their own line reads)."""
+    found = {}
+
+    def add(name, line, same_line=False):
+        found.setdefault(name, []).append((line, same_line))
+
+    comprehension_targets = {id(n) for c in ast.walk(node) if isinstance(c, ast.comprehension)
+                             for n in ast.walk(c.target)}
+    walrus_targets = {id(w.target) for w in ast.walk(node) if isinstance(w, ast.NamedExpr)}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            add(inner.id, inner.lineno, id(inner) in comprehension_targets | walrus_targets)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner is not node:
+            add(inner.name, inner.lineno)
+        elif isinstance(inner, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)) and inner is not node:
+            for arg in ast.walk(inner.args):
+                if isinstance(arg, ast.arg):
+                    add(arg.arg, arg.lineno, True)
+        elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+            for alias in inner.names:
+                add((alias.asname or alias.name).split(".")[0], inner.lineno)
+        elif isinstance(inner, ast.ExceptHandler) and inner.name:
+            add(inner.name, inner.lineno)
+    return found
+
+
+def unexplained_names(path, name, block):
+    """The names a quoted block uses whose value it neither shows nor marks as left out: for each use on a
+    shown line, the nearest binding before it (in the cited object) must be on a shown line, or inside lines the
+    block marks with `...`. The object's own arguments, the file's module-level names and Python's builtins are
+    given. Example: `dx_mid += dout` quoted alone from block_backward -> ['dx_mid']"""
+    first, def_line, lines = cited_object(path, name)
+    numbers = block_lines(block, first, lines)
+    if numbers is None:
+        return []  # not a quote of the object: test_every_citation_quotes_its_lines names it
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    node = next(n for n in ast.walk(tree) if getattr(n, "lineno", None) == def_line and isinstance(
+        n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)))
+    given = set(dir(builtins)) | set(named_objects(path))
+    given |= {alias.asname or alias.name.split(".")[0] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+              for alias in n.names}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        given |= {arg.arg for arg in ast.walk(node.args) if isinstance(arg, ast.arg)}
+    bound, shown, marks = definitions(node), set(numbers), marked_gaps(block, numbers)
+
+    def marked(line):
+        """Whether a hidden line lies in a stretch the block marks with `...`."""
+        return max([n for n in numbers if n < line], default=0) in marks
+
+    wrong = []
+    updated = [n.target for n in ast.walk(node) if isinstance(n, ast.AugAssign)  # x += 1 reads x too
+                and isinstance(n.target, ast.Name)]
+    for use in [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)] + updated:
+        if use.lineno not in shown:
+            continue
+        earlier = [line for line, same in bound.get(use.id, []) if line < use.lineno or (same and line == use.lineno)]
+        if not earlier:
+            continue  # an argument, a global or a builtin (given), or bound only later in a loop
+        nearest = max(earlier)
+        if nearest not in shown and not marked(nearest) and use.id not in wrong:
+            wrong.append(use.id)
+    return wrong
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_quoted_block_shows_or_marks_where_its_names_come_from(page):
+    wrong = []
+    for number, path, name, block in quoted_blocks(page):
+        try:
+            unexplained = unexplained_names(path, name, block)
+        except CitationError:
+            continue  # test_every_citation_quotes_its_lines names it
+        if unexplained:
+            wrong.append(f"{page.relative_to(DOCS)}:{number} quotes {path}::{name} using "
+                         f"{', '.join(unexplained)}, whose value it neither shows nor marks as left out")
+    assert not wrong, ("show the line that gives each name its value, or put a `...` line where the block "
+                       "leaves it out:\n" + "\n".join(wrong))
+
+
+def test_a_quoted_block_that_uses_a_name_it_leaves_out_is_caught():
+    # the start page's old excerpt of block_backward: mlp_cache and dx_mid get their values in lines it left out
+    block = ["    dh2, grads = mlp_backward(dout, mlp_cache)", "    dx_mid += dout"]
+    assert sorted(unexplained_names("transformer.py", "block_backward", block)) == ["dx_mid", "mlp_cache"]
+    marked = ["    ...", "    dh2, grads = mlp_backward(dout, mlp_cache)", "    ...", "    dx_mid += dout"]
+    assert unexplained_names("transformer.py", "block_backward", marked) == []
+    shown = ["    ln1_cache, attn_cache, ln2_cache, mlp_cache = cache", "    dh2, grads = mlp_backward(dout, mlp_cache)",
+             "    dx_mid, grads[\"ln2_gain\"], grads[\"ln2_shift\"] = layernorm_backward(dh2, ln2_cache)",
+             "    dx_mid += dout"]
+    assert unexplained_names("transformer.py", "block_backward", shown) == []
+
+
+def paragraphs(page):
+    """(line number on the page, text) of each paragraph of a page outside code blocks, its lines joined."""
+    found, lines, start, in_fence = [], [], 0, False
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines() + [""], 1):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        if in_fence or line.lstrip().startswith("```") or not line.strip():
+            if lines:
+                found.append((start, " ".join(lines)))
+            lines = []
+            continue
+        start = start if lines else number
+        lines.append(line.strip())
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_no_paragraph_is_said_twice_in_a_row(page):
+    said = paragraphs(page)
+    twice = [f"{page.relative_to(DOCS)}:{number}: {text[:60]}" for (_, before), (number, text) in zip(said, said[1:])
+             if before.endswith(text) and not text.startswith(("|", "<"))]
+    assert not twice, "a paragraph that repeats the end of the one before it:\n" + "\n".join(twice)
+
+
+# a word that starts in lower case and has a capital after it, outside code: a heading lower-cased whole
+# into a fold's title ("Reference for gELU", "adamW"), not a name a learner meets
+LOWERED = re.compile(r"\b[a-z]+[A-Z]\w*")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_a_folds_title_keeps_its_names_capitals(page):
+    titles = re.findall(r"<summary>(.*?)</summary>", page.read_text(encoding="utf-8"))
+    wrong = [title for title in titles if LOWERED.search(CODE_SPAN.sub("", title))]
+    assert not wrong, f"{page.name}: {wrong}"
 
 
 def function_names():
