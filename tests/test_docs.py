@@ -216,6 +216,88 @@ def test_a_folds_title_keeps_its_names_capitals(page):
     assert not wrong, f"{page.name}: {wrong}"
 
 
+# The course's pages, in the reading order: their symbols share one notation, docs/notation.md
+COURSE = [DOCS / "index.md", *sorted(DOCS.glob("[01][0-9]-*.md")), DOCS / "exercises.md"]
+NOTATION = DOCS / "notation.md"
+# a layer's own names, which each layer's page defines for itself: its input, output, weights and bias
+LOCAL = {"x", "y", "W", "b", "dx", "dy", "dW", "db"}
+MATH_SPAN = re.compile(r"\$([^$]+)\$")
+SYMBOL_TABLE = "| Symbol | Meaning | In code | Shape |"  # the header of every "What does each symbol mean?" table
+# the one letter kept with two meanings, each universal: V, the vocabulary's size (and in a shape always that),
+# and V, attention's values beside Q and K; the notation page says so in both rows
+TWO_MEANINGS = {"$V$": {"`cfg.vocab_size`", "`v_rows`"}}
+
+
+def symbol_rows(page):
+    """(symbol, In code) of each row of a page's symbol tables (those headed SYMBOL_TABLE). A cell of math alone,
+    such as "$Q, K, V$" or "$W_o$, $b_o$", names one symbol per comma, each paired with its own code span when
+    the In code cell has as many; a cell with words beside its math ("$x$, flattened") is one symbol whole."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
+        if squash(line) != SYMBOL_TABLE:
+            continue
+        for row in lines[number + 2:]:
+            if not row.startswith("|"):
+                break
+            cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+            symbol, code = cells[0], cells[2]
+            if MATH_SPAN.sub("", symbol).strip(" ,"):
+                yield symbol, code
+                continue
+            symbols = [part.strip() for span in MATH_SPAN.findall(symbol) for part in top_level_commas(span)]
+            codes = CODE_SPAN.findall(code)
+            pairs = zip(symbols, [f"`{c}`" for c in codes]) if len(codes) == len(symbols) > 1 else \
+                ((s, code) for s in symbols)
+            yield from (("$" + s + "$", c) for s, c in pairs)
+
+
+def top_level_commas(tex):
+    """TeX split at the commas outside braces and brackets. Example: 'dQ, dK, W_{a,b}, (a, b)' -> ['dQ', 'dK',
+    'W_{a,b}', '(a, b)']"""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(tex):
+        depth += {"{": 1, "}": -1, "(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(tex[start:i])
+            start = i + 1
+    return [part for part in parts + [tex[start:]] if part.strip() and part.strip() != r"\ldots"]
+
+
+def symbols_by_page(pages):
+    """{symbol: {In code: [pages]}} over the pages' symbol tables."""
+    found = {}
+    for page in pages:
+        for symbol, code in symbol_rows(page):
+            found.setdefault(symbol, {}).setdefault(code, []).append(page.name)
+    return found
+
+
+def test_a_symbol_has_one_meaning_in_code_across_the_course():
+    found = symbols_by_page(COURSE + [NOTATION])
+    clashes = {symbol: codes for symbol, codes in found.items()
+               if len(codes) > 1 and symbol.strip("$") not in LOCAL and set(codes) != TWO_MEANINGS.get(symbol)}
+    assert not clashes, ("one symbol, one meaning: give each symbol the notation page's In code, or another "
+                         "symbol:\n" + "\n".join(f"{s}: {c}" for s, c in clashes.items()))
+
+
+def test_every_symbol_two_pages_use_is_on_the_notation_page():
+    on_pages = symbols_by_page(COURSE)
+    noted = symbols_by_page([NOTATION])
+    shared = sorted(symbol for symbol, codes in on_pages.items() if len({p for ps in codes.values() for p in ps}) > 1
+                    and symbol not in noted and symbol.strip("$") not in LOCAL)
+    assert not shared, f"symbols used on two pages and missing from docs/notation.md: {shared}"
+    assert len(noted) > 30, "the notation page's table is read"
+
+
+def test_the_symbol_tables_are_read_as_the_notation_test_reads_them(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("### What does each symbol mean?\n\n| Symbol | Meaning | In code | Shape |\n| --- | --- | --- | --- |\n"
+                    "| $Q, K$ | queries, keys | `q`, `k` | (T, C) |\n| $x$, flattened | rows | `x.reshape(-1)` | (N,) |\n"
+                    "| $W_o$, $b_o$ | output | `p[\"Wo\"]` | (C, C) |\n\nText.\n", encoding="utf-8")
+    assert list(symbol_rows(page)) == [("$Q$", "`q`"), ("$K$", "`k`"), ("$x$, flattened", "`x.reshape(-1)`"),
+                                       ("$W_o$", '`p["Wo"]`'), ("$b_o$", '`p["Wo"]`')]
+
+
 def function_names():
     """The name of every def in the project's Python files, the tests' and the docs' included."""
     names = set()
