@@ -180,6 +180,18 @@ def test_a_quoted_block_that_uses_a_name_it_leaves_out_is_caught():
     assert unexplained_names("transformer.py", "block_backward", shown) == []
 
 
+def test_a_mark_of_lines_left_out_must_stand_where_lines_are_left_out():
+    citation = "transformer.py::block_backward"
+    match = CITATION.search(citation)
+    fence = ["```python", "    dh2, grads = mlp_backward(dout, mlp_cache)", "    ...",
+             '    dx_mid, grads["ln2_gain"], grads["ln2_shift"] = layernorm_backward(dh2, ln2_cache)', "```"]
+    with pytest.raises(CitationError, match="is `...`, but no line of block_backward is left out there"):
+        cited_lines(citation, match, fence)  # the two lines stand next to each other in block_backward
+    fence[3] = "    dx_mid += dout"
+    first, last = cited_lines(citation, match, fence)  # the layer norm's line between them, left out and marked
+    assert last - first == 2
+
+
 def paragraphs(page):
     """(line number on the page, text) of each paragraph of a page outside code blocks, its lines joined."""
     found, lines, start, in_fence = [], [], 0, False
