@@ -48,7 +48,7 @@ from train import lr_schedule  # noqa: E402
 from transformer import (ModelConfig, attention_backward, attention_forward, block_backward, block_forward,  # noqa: E402
                          block_params, causal_mask, cross_entropy_backward, cross_entropy_forward, embed_forward,
                          forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
-                         linear_backward, linear_forward, mlp_backward, mlp_forward, param_shapes)
+                         linear_backward, linear_forward, mlp_backward, mlp_forward, param_shapes, softmax_backward)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
@@ -388,13 +388,36 @@ def block_data(params, cfg, ids):
     grads.update(attn_grads)
     dX, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, step.ln1_cache)
     dX = dX + dX_mid
-    arrays = {"X": X, "h1": step.h1, "Q": q, "K": k, "V": v, "A": attn, "heads": merged, "X_mid": step.X_mid,
+    arrays = {"X": X, "h1": step.h1, "Q": q, "K": k, "V": v, "P": attn, "heads": merged, "X_mid": step.X_mid,
               "h2": step.h2, "hidden": hidden, "activated": activated, "out": step.out,
               "dout": dout, "dh2": dh2, "dX_mid": dX_mid, "dh1": dh1, "dX": dX}
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
     shapes.update({name.split(".")[1]: list(shape) for name, shape in param_shapes(cfg).items()
                    if name.startswith("block0.")})
+    return {"shapes": shapes, "config": vars(cfg)}
+
+
+def attention_backward_data(params, cfg, ids):
+    """The shape of every array attention computes on a window of ids, forward (attention_forward's steps)
+    and backward (attention_backward's, one at a time, from dout = 1), and of each of its parameters."""
+    p = block_params(params, 0)
+    x = embed_forward(params, ids[None, :])  # (1, T, C): the arrays' shapes are all this picture needs
+    out, cache = attention_forward(x, p, cfg.num_heads)
+    _, q, k, v, attn, (merged, _) = cache
+    B, nh, T, hs = q.shape
+    dout = np.ones_like(out)
+    dmerged = linear_backward(dout, cache[-1])[0]
+    dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, nh, T, hs)
+    dattn = dheads @ v.swapaxes(-1, -2)
+    dscores = softmax_backward(dattn, attn)
+    dx, grads = attention_backward(dout, cache)
+    arrays = {"x": x, "Q, K, V": q, "A": attn, "P": attn, "H": q, "merged": merged, "out": out,
+              "dout": dout, "dmerged": dmerged, "dH": dheads, "dP": dattn, "dA": dscores, "G": dscores,
+              "dQ, dK, dV": q, "dx": dx}
+    shapes = {name: list(a.shape) for name, a in arrays.items()}
+    shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
+    shapes.update({name: list(p[name].shape) for name in grads})
     return {"shapes": shapes, "config": vars(cfg)}
 
 
@@ -438,6 +461,7 @@ def code_only_data(record):
     return {"gelu": gelu_data(), "causal_mask": mask_data(T),
             "lr_schedule": schedule_data(settings, as_int(figures["train.total_steps"]), as_int(figures["train.best_step"])),
             "block": block_data(params, cfg, np.zeros(T, dtype=int)),
+            "attention_backward": attention_backward_data(params, cfg, np.zeros(T, dtype=int)),
             "model": model_data(params, cfg, np.zeros((settings["batch_size"], settings["seq_len"]), dtype=int))}
 
 
@@ -653,8 +677,8 @@ BLOCK_FORWARD = [
     ("X", ""),
     ("h1", "layernorm_forward: {ln1_gain, ln1_shift}"),
     ("Q, K, V", "h1 W + b: {Wq, Wk, Wv, bq, bk, bv}; split into heads"),
-    ("A", "softmax(Q K\u1d40 / \u221ahs + mask), one map per head"),
-    ("heads", "A V, the heads side by side"),
+    ("P", "softmax(Q K\u1d40 / \u221ahs + M), one map per head: the weights"),
+    ("heads", "P V, the heads side by side"),
     ("X_mid", "X + heads Wo + bo: {Wo, bo}; the residual adds X"),
     ("h2", "layernorm_forward: {ln2_gain, ln2_shift}"),
     ("hidden", "h2 W1 + b1: {W1, b1}"),
@@ -669,6 +693,29 @@ BLOCK_BACKWARD = [
     ("dX_mid", "layernorm_backward: {dln2_gain, dln2_shift}; + dout, the residual"),
     ("dh1", "attention_backward: {dWq, dWk, dWv, dWo, dbq, dbk, dbv, dbo}"),
     ("dX", "layernorm_backward: {dln1_gain, dln1_shift}; + dX_mid, the residual"),
+]
+
+
+# Attention, forward, in the letters of the pages (docs/notation.md): (array, what computes it from the row above).
+ATTENTION_FORWARD = [
+    ("x", ""),
+    ("Q, K, V", "x W + b: {Wq, Wk, Wv, bq, bk, bv}; split into nh heads"),
+    ("A", "Q K\u1d40 / \u221ahs + M: the scores, one map per head"),
+    ("P", "softmax of each row of A: the weights"),
+    ("H", "P V: each head's weighted values"),
+    ("merged", "the heads side by side"),
+    ("out", "merged Wo + bo: {Wo, bo}"),
+]
+# Attention, backward, from dout: (the gradient attention_backward computes, from what), the steps of page 3b.
+ATTENTION_BACKWARD = [
+    ("dout", ""),
+    ("dmerged", "1. dout Wo\u1d40; and {dWo, dbo}"),
+    ("dH", "2. the heads taken apart again"),
+    ("dP", "3. dH V\u1d40 (and dV = P\u1d40 dH: the grey line)"),
+    ("dA", "4. P \u2299 (dP \u2212 \u03a3 dP \u2299 P), row by row; 0 where masked"),
+    ("G", "5. dA / \u221ahs; the mask's addition passes it unchanged"),
+    ("dQ, dK, dV", "6. dQ = G K, dK = G\u1d40 Q; dV from step 3"),
+    ("dx", "7. heads back in rows; dQ Wq\u1d40 + dK Wk\u1d40 + dV Wv\u1d40; and {dWq, dWk, dWv, dbq, dbk, dbv}"),
 ]
 
 
@@ -715,6 +762,21 @@ def draw_block(data):
     B, T = shapes["X"][:2]
     forward_ax.set_title(f"forward, down: B = {B} window of T = {T} tokens, C = {cfg['emb_dim']}, "
                          f"nh = {cfg['num_heads']} heads of hs = {shapes['Q'][-1]}, F = {cfg['ff_dim']}", fontsize=9)
+    backward_ax.set_title("backward, down from dout: each gradient has the shape of its array", fontsize=9)
+    return fig
+
+
+def draw_attention_backward(data):
+    """Attention as two columns of arrays, forward above backward, as the block's picture draws a block."""
+    plt = pyplot()
+    shapes, cfg = data["shapes"], data["config"]
+    fig, (forward_ax, backward_ax) = plt.subplots(2, 1, figsize=(7.4, 8.4), layout="constrained",
+                                                  height_ratios=[len(ATTENTION_FORWARD), len(ATTENTION_BACKWARD)])
+    chain(forward_ax, ATTENTION_FORWARD, shapes, INK, "#eef3f8", [])
+    chain(backward_ax, ATTENTION_BACKWARD, shapes, ACCENT, "#fbeeee", [("dH", "dQ, dK, dV")])
+    B, T, C = shapes["x"]
+    forward_ax.set_title(f"forward, down: B = {B} window of T = {T} tokens, C = {C}, "
+                         f"nh = {cfg['num_heads']} heads of hs = {shapes['Q, K, V'][-1]}", fontsize=9)
     backward_ax.set_title("backward, down from dout: each gradient has the shape of its array", fontsize=9)
     return fig
 
@@ -774,6 +836,7 @@ PICTURES = {  # name: (title, draw); docs/figures/<name>.svg
     "causal_mask": ("The causal mask", draw_mask),
     "gelu": ("GELU and its derivative", draw_gelu),
     "block": ("One block: its arrays and their shapes, forward and backward", draw_block),
+    "attention_backward": ("Attention: its arrays and their shapes, forward and backward", draw_attention_backward),
     "model": ("The whole model: its arrays and their shapes, forward and backward", draw_model),
     "loss": ("The training and validation loss of the run", draw_loss),
     "lr_schedule": ("The learning-rate schedule of the run", draw_schedule),
@@ -785,6 +848,7 @@ def picture_data(model, ids, total_steps):
     """The numbers of every picture in PICTURES, from the checkpoint and the window of ids."""
     return {"token_table": token_table_data(model), "attention": attention_data(model, ids),
             "causal_mask": mask_data(len(ids)), "gelu": gelu_data(), "block": block_data(model.params, model.cfg, ids),
+            "attention_backward": attention_backward_data(model.params, model.cfg, ids),
             "model": code_only_data({"provenance": {"settings": model.meta["settings"]},
                                      "figures": {"tok_emb.shape": str(model.params["tok_emb"].shape),
                                                  "window.tokens": str(len(ids)), "train.total_steps": str(total_steps),
@@ -825,7 +889,7 @@ def redraw_code_only(names):
     print(f"redrew {', '.join(names)} in docs/figures/ from the settings docs/figures.json records")
 
 
-CODE_ONLY = ("gelu", "causal_mask", "lr_schedule", "block", "model")  # pictures drawn from code and settings alone
+CODE_ONLY = ("gelu", "causal_mask", "lr_schedule", "block", "attention_backward", "model")  # pictures drawn from code and settings alone
 
 
 def main():

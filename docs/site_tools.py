@@ -170,17 +170,53 @@ def text_before(line, match):
     return line[previous[-1] if previous else 0: match.start()]
 
 
+LEFT_OUT = "..."  # a quoted block's line that stands for lines of the object it leaves out
+
+
+def left_out(line):
+    """Whether a quoted block's line is the mark of lines left out: `...` alone, indented or not."""
+    return line.strip() == LEFT_OUT
+
+
 def block_lines(block, first, lines):
     """The line numbers at which the block's lines stand in lines (numbered from first), in order, other lines
-    allowed between them; None when they do not. Lines compare with trailing whitespace stripped."""
+    allowed between them, the `...` lines (which stand for lines left out) not counted; None when they do not.
+    Lines compare with trailing whitespace stripped."""
     numbers, start = [], 0
-    for wanted in block:
+    for wanted in (line for line in block if not left_out(line)):
         start = next((i for i in range(start, len(lines)) if lines[i].rstrip() == wanted.rstrip()), None)
         if start is None:
             return None
         numbers.append(first + start)
         start += 1
     return numbers
+
+
+def marked_gaps(block, numbers):
+    """The lines after which a quoted block marks lines left out (`...`), by the number of the shown line just
+    before the mark (0 for a mark before the first). Example: ['...', 'a', 'b', '...', 'c'] at [5, 6, 9] -> {0, 6}"""
+    marks, shown = set(), 0
+    for line in block:
+        if left_out(line):
+            marks.add(numbers[shown - 1] if shown else 0)
+        else:
+            shown += 1
+    return marks
+
+
+def false_marks(block, numbers, def_line, last):
+    """The index in block of a `...` that stands where no line is left out, or None. Before the first shown line
+    lines are left out when it is not the def line; after the last, when it is not the object's last line."""
+    shown = 0
+    for index, line in enumerate(block):
+        if not left_out(line):
+            shown += 1
+            continue
+        before = numbers[shown - 1] if shown else def_line - 1
+        after = numbers[shown] if shown < len(numbers) else last + 1
+        if after - before < 2:
+            return index
+    return None
 
 
 def span_lines(span, first, lines, near=None):
@@ -200,7 +236,8 @@ def span_lines(span, first, lines, near=None):
 def cited_lines(line, match, after):
     """The lines (first, last) of its file that a citation points at: `match` is a CITATION match in a page's
     `line`, and `after` the page's lines after it. CitationError when the page quotes what is not there.
-    - Alone on its line before a ```python block: the lines the block's lines stand at, in order.
+    - Alone on its line before a ```python block: the lines the block's lines stand at, in order; a `...` line
+      of the block stands for lines left out, and there must be some where it stands.
     - In a table row: the lines holding the row's other code spans, each of which must be in the object.
     - Inside a code span (code, such as a pytest node id): the whole def; it must only resolve.
     - In running text: the lines holding the code spans before it (after the previous citation) that the
@@ -220,6 +257,9 @@ def cited_lines(line, match, after):
             lost = next(n for n in range(len(block)) if block_lines(block[: n + 1], first, lines) is None)
             raise CitationError(f"the code block's line {lost + 1}, `{block[lost].strip()}`, is not in {name}, "
                                 f"in the block's order")
+        false = false_marks(block, numbers, def_line, first + len(lines) - 1)
+        if false is not None:
+            raise CitationError(f"the code block's line {false + 1} is `...`, but no line of {name} is left out there")
         return numbers[0], numbers[-1]
     table = line.lstrip().startswith("|")
     spans = quoted_spans(line if table else text_before(line, match))

@@ -71,8 +71,20 @@ READ_WORDS = """() => {
     const text = article.innerText;
     open.forEach(d => { d.open = true; });
     hidden.forEach(a => { a.style.display = ""; });
+    // the steps of each derivation to redo (a heading marked .redo): its display formulas, up to the next heading
+    // of its level or above, those in folds left out
+    const steps = [...article.querySelectorAll(":is(h2, h3).redo")].map(heading => {
+        let count = 0;
+        for (let e = heading.nextElementSibling; e && !(/^H[1-6]$/.test(e.tagName) && e.tagName <= heading.tagName);
+             e = e.nextElementSibling) {
+            if (e.tagName === "DETAILS") continue;
+            count += [e, ...e.querySelectorAll("div.arithmatex")].filter(d => d.matches("div.arithmatex") &&
+                                                                          !d.closest("details")).length;
+        }
+        return count;
+    });
     return {words: text.split(/\\s+/).filter(w => w.length).length, text: text,
-            redo: article.querySelectorAll(":is(h2, h3).redo").length,
+            redo: steps.length, steps: steps,
             stated: (article.querySelector("h1 + p em") || {textContent: ""}).textContent};
 }"""
 
