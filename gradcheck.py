@@ -402,7 +402,7 @@ EXERCISE_FUNCTIONS = {
 
 # exercise -> the page that derives what it asks for; each stub names it too
 EXERCISE_PAGES = {
-    "embedding": "docs/01-embeddings.md", "linear": "docs/04-mlp.md", "layernorm": "docs/02-layernorm.md",
+    "embedding": "docs/01-embeddings.md", "linear": "docs/02-layernorm.md", "layernorm": "docs/02-layernorm.md",
     "softmax": "docs/03-attention.md", "attention": "docs/03-attention-backward.md", "gelu": "docs/04-mlp.md",
     "mlp": "docs/04-mlp.md", "block": "docs/05-block.md", "cross_entropy": "docs/06-output.md",
     "model": "docs/07-model.md", "lr_schedule": "docs/08-training.md", "clip_grad_norm": "docs/08-training.md",
@@ -578,9 +578,9 @@ PAGE_EXAMPLES = {
                       lambda f: {"X0": f(page_tables(), np.array([2, 0, 2]))}),
     "embed_backward": ("docs/01-embeddings.md", "tests/test_transformer.py::test_embedding_backward_sums_repeated_ids",
                        embed_backward_example),
-    "linear_forward": ("docs/04-mlp.md", "tests/test_examples_layers.py::test_linear_worked_example",
+    "linear_forward": ("docs/02-layernorm.md", "tests/test_examples_layers.py::test_linear_worked_example",
                        lambda f: {"out": f(*page_linear())[0]}),
-    "linear_backward": ("docs/04-mlp.md", "tests/test_examples_layers.py::test_linear_worked_example",
+    "linear_backward": ("docs/02-layernorm.md", "tests/test_examples_layers.py::test_linear_worked_example",
                         lambda f: dict(zip(("dx", "dW", "db"), f(np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 0.0]]),
                                                                  tf.linear_forward(*page_linear())[1])))),
     "layernorm_forward": ("docs/02-layernorm.md",

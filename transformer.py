@@ -6,7 +6,6 @@ Shape letters used in the signature comments:
     nh  num_heads                       hs  head_dim = C // nh
     F   ff_dim, the MLP's hidden width  V   vocab_size
     L   num_layers                      N   B * T, rows once a batch is flattened
-    P   the number of parameters, all tensors together
 
 Every layer is a `*_forward` returning (output, cache) and a `*_backward` right below it taking
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
@@ -275,7 +274,7 @@ def softmax(x):  # (..., n) -> (..., n), over the last axis
 
 
 def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
-    # Jacobian-vector product of p = softmax(s): ds_i = p_i * (dp_i - sum_j dp_j p_j)
+    # Jacobian-vector product of p = softmax(a): da_i = p_i * (dp_i - sum_j dp_j p_j)
     return probs * (dout - (dout * probs).sum(axis=-1, keepdims=True))
 
 

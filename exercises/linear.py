@@ -6,7 +6,7 @@ Write the bodies of linear_forward and linear_backward below, the forward first,
 
 The forward is judged against the project's and the page's worked example; the backward by central
 differences, a row for each of dx, dW and db, so you can get them right one at a time.
-docs/04-mlp.md derives the equations (Linear layer); the solution is the project's own
+docs/02-layernorm.md derives the equations (Linear layer); the solution is the project's own
 linear_forward and linear_backward in transformer.py: read them when yours passes, or when stuck.
 """
 

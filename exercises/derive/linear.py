@@ -1,6 +1,6 @@
 """Exercise 2 of 15, derive track: the linear layer, y = x W + b.
 
-Read "A backward primer" on docs/02-layernorm.md, and "Linear layer" on docs/04-mlp.md up to its
+Read "A backward primer" on docs/02-layernorm.md, and "Linear layer" on the same page up to its
 backward; derive dx, dW and db on paper, then write the bodies of linear_forward and linear_backward
 below, the forward first, and run
 
