@@ -724,11 +724,17 @@ def with_shapes(text, shapes):
     return re.sub(r"\{([^}]*)\}", lambda m: shape_text(shapes, *m[1].split(", ")), text)
 
 
-def skip(ax, edge, bar, y_from, y_to, colour="#888888"):
-    """A residual connection: from a box's side at y_from out to x = bar, along, and back in at y_to."""
+def box_edge(name, shapes):
+    """Where the box of `name (shape)`, centred at x = 1.75 in 9-point monospace, starts on the left."""
+    return 1.75 - 0.052 * len(f"{name} {tuple(shapes[name])}") - 0.1
+
+
+def skip(ax, edge, bar, y_from, y_to, edge_to, colour="#888888"):
+    """A residual connection: from a box's side (edge) at y_from out to x = bar, along, and back in to the
+    side of the box at y_to (edge_to)."""
     ax.plot([edge, bar, bar], [y_from, y_from, y_to], color=colour, linewidth=1)
-    ax.annotate("", (edge, y_to), (bar, y_to), arrowprops={"arrowstyle": "-|>", "color": colour,
-                                                          "shrinkA": 0, "shrinkB": 0})
+    ax.annotate("", (edge_to, y_to), (bar, y_to), arrowprops={"arrowstyle": "-|>", "color": colour,
+                                                             "shrinkA": 0, "shrinkB": 0})
 
 
 def chain(ax, rows, shapes, colour, fill, skips):
@@ -744,7 +750,7 @@ def chain(ax, rows, shapes, colour, fill, skips):
             ax.annotate("", (1.75, y[name]), (1.75, y[rows[i - 1][0]]), arrowprops=arrow)
             ax.text(1.9, y[name] + 0.5, with_shapes(how, shapes), va="center", fontsize=8, color=colour)
     for bar, (start, end) in zip((0.12, 0.34), skips):  # the residual: the input skips the branch, the gradient too
-        skip(ax, 0.55, bar, y[start], y[end])
+        skip(ax, box_edge(start, shapes), bar, y[start], y[end], box_edge(end, shapes))
     ax.set_xlim(0, 10)
     ax.set_ylim(-0.5, len(rows) - 0.5)
     ax.axis("off")
