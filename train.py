@@ -109,10 +109,8 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
                 trained_since = history[-1]["step"] if history else 0  # the steps since the last validation
                 history.append({"step": step, "train_loss": float(np.mean(step_losses[trained_since:])),
                                 "val_loss": val_loss, "val_bpc": val_bpc})
-                if val_loss < best_val_loss:
-                    best_val_loss, since_best = val_loss, 0
-                else:
-                    since_best += 1
+                since_best = 0 if val_loss < best_val_loss else since_best + 1  # validations since the best one
+                best_val_loss = min(best_val_loss, val_loss)
                 done = step == total_steps or 0 < settings.patience <= since_best
                 sample = sample_text(params, cfg, tokenizer, kind, settings, step)
                 log.validated(step, since_best == 0, done, sample)  # the best model saved, and the state to resume
