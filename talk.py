@@ -122,10 +122,16 @@ def main(argv=None):
                                                "(settings from config.py).")
     parser.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
     learners.add_options(parser, gradcheck.TRACKS)
-    session = prompting.parse_sampling(parser, argv)  # the conversation keeps the command line's settings, and changes them
+    session = prompting.parse_sampling(parser, argv)  # the conversation keeps these settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return
+    with learners.in_place(session, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+        talk(session)
+
+
+def talk(session):
+    """Read the model, say what it is and how to talk to it, then converse until Ctrl-D or /quit."""
     session.model = prompting.load_for_sampling(session, config.checkpoint)
     session.home = runs.listing_home(session.model.folder, config.checkpoint)  # the folder whose runs /models lists
     session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
@@ -136,8 +142,7 @@ def main(argv=None):
     if sys.stdin.isatty():
         with contextlib.suppress(ImportError):  # a platform without it works, without the editing
             import readline  # noqa: F401  line editing and history for input(), on a terminal only
-    with learners.in_place(session, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
-        converse(session, sys.stdin.isatty())
+    converse(session, sys.stdin.isatty())
 
 
 if __name__ == "__main__":
