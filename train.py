@@ -1,6 +1,7 @@
 """Train the model: corpus -> tokenizer -> windows -> AdamW steps -> the best model kept.
 
     python train.py                                     # config.py's settings, on data/sample.csv
+    python train.py --minutes 10 --corpus_path my.txt   # the best model this machine trains in 10 minutes
     python train.py --recipe book --corpus_path my.txt --name mybook  # a book of your own, its recipe, a name
     python train.py --resume mybook                     # continue an interrupted run (no name: the latest one)
     python train.py --exercises derive                  # the GPT you wrote in exercises/derive/ (docs/exercises.md)
@@ -80,9 +81,10 @@ def train(settings, resume_from=None, name=None, given=()):
 
 def loop(run, params, opt, cfg, tokenizer, data, settings):
     """The steps: a batch of windows, its loss and gradients, clipping, the learning rate, AdamW; every
-    eval_interval steps (or each epoch) a validation, which keeps the best model, until the last step or
-    until `patience` validations in a row have not beaten the best. The run's files, the progress line,
-    Ctrl-C and the processes are the log's (engineering/run_log.py), the one door out of this loop.
+    eval_interval steps (or each epoch) a validation, which keeps the best model, until the last step, or
+    until `patience` validations in a row have not beaten the best, or (--minutes) until the time is spent.
+    The run's files, the progress line, Ctrl-C, the processes and the clock are the log's
+    (engineering/run_log.py), the one door out of this loop.
     data: the training windows, their targets, the held-out stream (prepare_data) and the corpus's kind."""
     from engineering import run_log
 
@@ -107,7 +109,7 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
             del grads  # so that the next step's backward, not this spent buffer, has its memory
             step_losses.append(loss)
             log.stepped(step, loss, lr)
-            out_of_time = log.out_of_time()  # --minutes: the time left holds no other step and a last validation
+            out_of_time = log.out_of_time()  # --minutes: the time planned for the steps holds no other one
             if step == total_steps or step % validate_every == 0 or out_of_time:
                 val_loss, val_bpc = evaluate(params, cfg, val_stream, settings.seq_len, token_chars,
                                              settings.eval_tokens, settings.seed)
