@@ -6,7 +6,8 @@ How the choice is made, in four steps a learner can redo by hand:
    the held-out tenth of Shakespeare's tragedies at the end of a run of so many steps, measured on the
    date written there with benchmarks/bench_minutes.py --table. The table counts steps, not seconds, so
    it holds on any machine; between two of its points the bits/char is read off a straight line in
-   log(steps), and past its ends off the nearest such line, as a guess.
+   log(steps); before its first point the first line goes on, and past its last the last figure holds,
+   both guesses the plan says are guesses.
 2. The text: a text easier to predict than the tragedies reaches fewer bits per character with the same
    model. bz2, the standard library's compressor, is a cheap judge of that: the table's figure is scaled
    by 1 - TEXT_K (1 - z / TEXT_BZ2), z bz2's bits/char on this text (text_factor).
@@ -51,7 +52,7 @@ MERGES_PER_CHARACTER = RUN["num_merges"] / 1_000_000  # 500 merges for a text of
 # a 2-core machine shared with other work (one run a point: a second seed moves a point by about 0.06).
 # A shape of SHAPES is a candidate once it has two points here.
 TABLE = {
-    "1x128": [(1500, 2.344), (4500, 2.044)],
+    "1x128": [(1500, 2.344), (4500, 2.044), (13500, 2.028)],
     "2x192": [(1500, 2.435), (4500, 2.041)],
 }
 TEXT_BZ2 = 2.387  # bz2's bits per character on the tragedies, the table's text
@@ -74,11 +75,14 @@ SAVE_SECONDS = 1.0  # a validation's save (model, state, losses.csv and .png), b
 def table_bpc(shape, steps):
     """(bits/char after a run of `steps` on the tragedies, whether steps lies within the table's points).
 
-    Read off the straight line in log(steps) through the two nearest points.
+    Read off the straight line in log(steps) through the two nearest points; before the first point, the
+    first line goes on; past the last, the last figure holds, as no gain was measured there.
     Example: 1x128's points (1500, 2.344), (4500, 2.044): steps 2598 (halfway in log) -> (2.194, True)
     """
     points = TABLE[shape]
     inside = points[0][0] <= steps <= points[-1][0]
+    if steps > points[-1][0]:
+        return points[-1][1], False
     at = min(max(1, np.searchsorted([count for count, _ in points], steps)), len(points) - 1)
     (steps0, bpc0), (steps1, bpc1) = points[at - 1], points[at]
     slope = (bpc1 - bpc0) / math.log(steps1 / steps0)

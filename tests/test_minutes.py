@@ -60,8 +60,8 @@ def corpus_of(text):
 @pytest.mark.parametrize("minutes, chosen", [(1, "small"), (30, "large")])
 def test_the_planner_chooses_the_shape_best_in_the_time_at_the_measured_speed(fake_clock, monkeypatch, minutes,
                                                                               chosen):
-    # 1 minute: small takes 5,700 steps (2.45 by its line), large 570 (2.67); 30 minutes: small 171,000
-    # (2.15), large 17,100 (1.88)
+    # 1 minute: small takes 5,700 steps (2.45 by its line), large 570 (2.67); 30 minutes: small 171,000,
+    # large 17,100, both past their last points (2.4 and 2.0)
     monkeypatch.setattr(planner, "SHAPES", SHAPES)
     monkeypatch.setattr(planner, "TABLE", TABLE)
     settings = tiny_settings("home", "corpus.txt")
@@ -87,7 +87,9 @@ def test_table_reads_a_line_in_log_steps_and_says_when_it_guesses(monkeypatch):
     monkeypatch.setattr(planner, "TABLE", TABLE)
     assert planner.table_bpc("small", 1000) == (2.6, True)
     assert planner.table_bpc("small", 3162)[0] == pytest.approx(2.5, abs=1e-3)  # halfway in log(steps)
-    assert planner.table_bpc("large", 100_000) == (pytest.approx(1.5), False)  # the last line, continued
+    assert planner.table_bpc("large", 100) == (3.2, True)
+    assert planner.table_bpc("large", 10) == (pytest.approx(3.9), False)  # the first line, continued
+    assert planner.table_bpc("large", 100_000) == (2.0, False)  # the last figure: no gain measured past it
 
 
 def tiny_budget_run(tmp_path, corpus, monkeypatch, fake_clock, seconds, minutes=1.0):
