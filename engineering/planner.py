@@ -67,7 +67,8 @@ MEASURED_TEXTS = 500_000  # characters at least in a text the table's figures ho
 VALIDATIONS = 5  # in a run, at most: each scores eval_tokens held-out tokens, saves the best model and the state
 VALIDATING = 0.1  # of the time at most: a short run validates fewer times
 END = 0.95  # of the budget, where the last step ends: the last validation, the exit and the pace's noise take the rest
-TIMED_STEPS = 3  # of each candidate, after one untimed step (which pays for first touches of memory)
+TIMED_STEPS = 3  # of each candidate at least, after one untimed step (which pays for first touches of memory)
+TIMING_SECONDS = 1.0  # of each candidate's steps at least: on a busy machine one step's time varies by half
 FEWEST_STEPS = 20  # a plan that fits fewer is refused: the time is gone on reading and the tokenizer
 SAVE_SECONDS = 1.0  # a validation's save (model, state, losses.csv and .png), before one is measured
 
@@ -99,13 +100,14 @@ def text_factor(text):
 
 
 def seconds_per_step(cfg, batch_size, seq_len, dtype, loss_and_grads, seed):
-    """The median seconds of TIMED_STEPS forward and backward passes of a model of cfg, on random windows."""
+    """The median seconds of a forward and backward pass of a model of cfg on random windows: TIMED_STEPS of
+    them, or as many as TIMING_SECONDS takes."""
     rng = np.random.default_rng(seed)
     params = init_params(cfg, rng, dtype=np.dtype(dtype))
     ids, targets = rng.integers(0, cfg.vocab_size, (2, batch_size, seq_len))
     loss_and_grads(params, ids, targets, cfg)
     times = []
-    for _ in range(TIMED_STEPS):
+    while len(times) < TIMED_STEPS or sum(times) < TIMING_SECONDS:
         started = clock()
         loss_and_grads(params, ids, targets, cfg)
         times.append(clock() - started)
