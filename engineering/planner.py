@@ -53,6 +53,7 @@ MERGES_PER_CHARACTER = RUN["num_merges"] / 1_000_000  # 500 merges for a text of
 # A shape of SHAPES is a candidate once it has two points here.
 TABLE = {
     "1x128": [(1500, 2.344), (4500, 2.044), (13500, 2.028)],
+    "2x128": [(1500, 2.517), (4500, 2.071)],
     "2x192": [(1500, 2.435), (4500, 2.041)],
 }
 TEXT_BZ2 = 2.387  # bz2's bits per character on the tragedies, the table's text
