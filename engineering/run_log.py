@@ -137,7 +137,7 @@ class RunLog:
             run.budget.validated(step)
 
     def out_of_time(self):
-        """--minutes: whether the time left holds no other step and a last validation (planner.Budget)."""
+        """--minutes: whether the time planned for the steps holds no other one (planner.Budget)."""
         return bool(self.run.budget) and self.run.budget.out_of_time()
 
     def steps_that_fit(self, step, total_steps):

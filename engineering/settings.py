@@ -47,7 +47,7 @@ def comments(config):
 
 
 MOST_MINUTES = 7 * 24 * 60  # minutes at most: a week
-FEWEST_MINUTES = 0.1  # minutes at least, where not 0: six seconds, about what reading a book and planning take
+FEWEST_MINUTES = 0.1  # minutes at least, where not 0: six seconds (a plan for less would hold no step)
 MOST_STEPS = 10_000_000  # max_steps at most: 10 hours at the default run's pace (README: 55,365 steps in 198 s)
 PROCESSES_PER_CORE = 2  # processes at most per core: past one a core, each process only waits for the others
 SEEDS = 2 ** 64  # a seed is a whole number from 0 to SEEDS - 1, as PyTorch's are
