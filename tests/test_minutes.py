@@ -177,3 +177,11 @@ def test_minutes_with_a_recipe_keeps_its_shape_and_fits_its_steps_to_the_time(tm
     assert saved["settings"]["recipe"] == "book"
     assert saved["settings"]["max_steps"] < config.RECIPES["book"]["max_steps"]  # the recipe's 2,200 do not fit
     assert 20 <= checkpoint.read_progress(folder)["step"] <= 30  # the steps that fit, fitted again at validations
+
+
+def test_the_progress_line_says_the_time_left_of_the_budget(fake_clock):
+    budget = planner.Budget(3)
+    fake_clock.now = 50.0
+    assert budget.left_said() == "2 min 10 s left of 3 min 00 s"
+    fake_clock.now = 200.0
+    assert budget.left_said() == "0 min 00 s left of 3 min 00 s"  # never a negative time
