@@ -62,7 +62,9 @@ TEXT_BZ2 = 2.387  # bz2's bits per character on the tragedies, the table's text
 # 1,500 steps and 1.676 at 4,500, where the tragedies reached 2.344 and 2.044, so 1 - 1.762 / 2.344 =
 # K (1 - 1.611 / 2.387) gives K = 0.76 at 1,500 steps and 0.55 at 4,500: the mean, which misses each by 0.08
 TEXT_K = 0.66
-UNCERTAINTY = 0.15  # bits/char: the largest miss of a prediction within the table, in bench_minutes.py's runs
+# bits/char: a second seed moves a point by about 0.06, and text_factor misses its points by 0.08; the plans of
+# bench_minutes.py's races missed by 0.14 (an older timing of 3 steps), 0.10 and 0.01, and at 10 minutes by 0.03
+UNCERTAINTY = 0.15
 MEASURED_TEXTS = 500_000  # characters at least in a text the table's figures hold for (its texts have about 1.1 M)
 
 VALIDATIONS = 5  # in a run, at most: each scores eval_tokens held-out tokens, saves the best model and the state
