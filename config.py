@@ -28,6 +28,7 @@ stride = 1  # tokens between the starts of two consecutive windows
 # --- training ---
 batch_size = 16  # windows per optimizer step
 epochs = 20  # passes over the training windows (when max_steps is 0)
+minutes = 0.0  # the best model this machine trains in this many minutes, command to exit (0.5 works): shape, merges, batch, steps chosen here (engineering/planner.py); 0 = off
 max_steps = 0  # optimizer steps in the run, and the length of its schedule; 0 = epochs decide; at most 10,000,000
 eval_interval = 250  # with max_steps: steps between validations (a run in epochs validates at each epoch's end)
 patience = 3  # stop once this many validations in a row have not beaten the best one; 0 = never stop early

@@ -1,6 +1,7 @@
 """Train the model: corpus -> tokenizer -> windows -> AdamW steps -> the best model kept.
 
     python train.py                                     # config.py's settings, on data/sample.csv
+    python train.py --minutes 10 --corpus_path my.txt   # the best model this machine trains in 10 minutes
     python train.py --recipe book --corpus_path my.txt --name mybook  # a book of your own, its recipe, a name
     python train.py --resume mybook                     # continue an interrupted run (no name: the latest one)
     python train.py --exercises derive                  # the GPT you wrote in exercises/derive/ (docs/exercises.md)
@@ -43,8 +44,9 @@ def train(settings, resume_from=None, name=None, given=()):
     run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
     # the run's engineering is imported where it is used, so that `import train` (the lab, the tests, the
     # exercises, which read its functions) loads the model and the loop's pieces, not the run folders
-    from engineering import gpt2, learners, run_log, runs
+    from engineering import gpt2, learners, planner, run_log, runs
 
+    budget = planner.Budget(settings.minutes if resume_from is None else 0)  # --minutes: the clock starts here
     Sampling(settings.temperature, settings.top_k, settings.top_p)  # the samples' settings, checked before the work
     settings = learners.kept_in_this_process(settings)  # --exercises: your functions are in this process only
     if settings.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
@@ -56,18 +58,21 @@ def train(settings, resume_from=None, name=None, given=()):
     path = corpus_file(settings.corpus_path, config.corpus_path)
     corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed)
     print(f"corpus: {corpus.described}, read from {path}")
+    recipe = config.RECIPES.get(settings.recipe, {})
+    settings = budget.plan(settings, corpus, set(given), recipe, loss_and_grads)  # the shape best in the time, ...
     params, cfg, tokenizer = start_model(corpus, settings)
     inputs, targets, val_stream = prepare_data(corpus, tokenizer, settings)
+    settings = budget.fit(settings, len(val_stream), set(given))  # ... and the steps that fit the time left
     opt = Adam(params, settings.beta1, settings.beta2, settings.adam_eps, settings.weight_decay)
     total_steps = settings.max_steps or settings.epochs * math.ceil(len(inputs) / settings.batch_size)
-    run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt)
+    run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget)
     print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); {len(inputs):,} "
           f"training windows, {len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to "
           f"{run.folder}/")
     loop(run, params, opt, cfg, tokenizer, (inputs, targets, val_stream, corpus.kind), settings)
     best = run.best()
-    stopped = "" if run.step == total_steps else (f"; stopped at step {run.step:,}: {settings.patience} validations "
-                                                  f"in a row did not beat it (patience)")
+    stopped = "" if run.step == run.total_steps else f"; stopped at step {run.step:,}: " + (
+        "out of time" if budget.spent else f"{settings.patience} validations in a row did not beat it (patience)")
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
           f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
           f"{talk_command(run.folder)}")
@@ -76,9 +81,10 @@ def train(settings, resume_from=None, name=None, given=()):
 
 def loop(run, params, opt, cfg, tokenizer, data, settings):
     """The steps: a batch of windows, its loss and gradients, clipping, the learning rate, AdamW; every
-    eval_interval steps (or each epoch) a validation, which keeps the best model, until the last step or
-    until `patience` validations in a row have not beaten the best. The run's files, the progress line,
-    Ctrl-C and the processes are the log's (engineering/run_log.py), the one door out of this loop.
+    eval_interval steps (or each epoch) a validation, which keeps the best model, until the last step, or
+    until `patience` validations in a row have not beaten the best, or (--minutes) until the time is spent.
+    The run's files, the progress line, Ctrl-C, the processes and the clock are the log's
+    (engineering/run_log.py), the one door out of this loop.
     data: the training windows, their targets, the held-out stream (prepare_data) and the corpus's kind."""
     from engineering import run_log
 
@@ -103,7 +109,8 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
             del grads  # so that the next step's backward, not this spent buffer, has its memory
             step_losses.append(loss)
             log.stepped(step, loss, lr)
-            if step == total_steps or step % validate_every == 0:
+            out_of_time = log.out_of_time()  # --minutes: the time planned for the steps holds no other one
+            if step == total_steps or step % validate_every == 0 or out_of_time:
                 val_loss, val_bpc = evaluate(params, cfg, val_stream, settings.seq_len, token_chars,
                                              settings.eval_tokens, settings.seed)
                 trained_since = history[-1]["step"] if history else 0  # the steps since the last validation
@@ -111,11 +118,12 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
                                 "val_loss": val_loss, "val_bpc": val_bpc})
                 since_best = 0 if val_loss < best_val_loss else since_best + 1  # validations since the best one
                 best_val_loss = min(best_val_loss, val_loss)
-                done = step == total_steps or 0 < settings.patience <= since_best
+                done = step == total_steps or 0 < settings.patience <= since_best or out_of_time
                 sample = sample_text(params, cfg, tokenizer, kind, settings, step)
                 log.validated(step, since_best == 0, done, sample)  # the best model saved, and the state to resume
                 if done:
                     return
+                total_steps = log.steps_that_fit(step, total_steps)  # --minutes: the cosine ends where the time does
 
 
 def best_so_far(history):

@@ -43,6 +43,7 @@ class Run:
     done: bool = False  # it took its last step, or stopped improving (patience)
     started: float = field(default_factory=time.perf_counter)
     said_no_plot: bool = False  # that losses.png cannot be drawn, said once a run
+    budget: object = None  # --minutes: the run's time (planner.Budget); None where it has no limit
 
     def best(self):
         return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
@@ -72,15 +73,15 @@ class Run:
             self.said_no_plot = True
 
 
-def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt):
+def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget=None):
     """A new run in a folder of its own in settings.checkpoint/runs/, or the run in resume_from taken up: its
-    saved weights and AdamW state put into params and opt."""
+    saved weights and AdamW state put into params and opt. budget: its time (planner.Budget), if any."""
     info = {"path": str(corpus.path), "sha256": checkpoint.sha256_of(corpus.path), "kind": corpus.kind,
             "characters": len(corpus.train_text) + len(corpus.val_text), "validation_characters": len(corpus.val_text)}
     if resume_from is None:
         given = name is not None
         name = name if given else runs.default_run_name(corpus.path, datetime.now(timezone.utc))
-        return Run(runs.new_run_folder(settings.checkpoint, name, given), total_steps, info)
+        return Run(runs.new_run_folder(settings.checkpoint, name, given), total_steps, info, budget=budget)
     saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
     if progress["corpus_sha256"] != info["sha256"]:
         raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
@@ -114,8 +115,10 @@ class RunLog:
         self.loss_and_grads = loss_and_grads  # the batch's loss and gradients, in this process or shared out
 
     def stepped(self, step, loss, lr):
-        """A step is taken: the progress line hears of it."""
+        """A step is taken: the progress line and the budget hear of it."""
         self.run.step = step
+        if self.run.budget:
+            self.run.budget.stepped(step)
         self.progress.update(step, loss, lr)
 
     def validated(self, step, is_best, done, sample):
@@ -130,6 +133,19 @@ class RunLog:
                             f"({entry['val_bpc']:.3f} bits/char){'  best, saved' if is_best else ''}\n"
                             f"              sample: {sample!r}")
         run.save_progress(self.params, self.opt, self.settings)
+        if run.budget:
+            run.budget.validated(step)
+
+    def out_of_time(self):
+        """--minutes: whether the time planned for the steps holds no other one (planner.Budget)."""
+        return bool(self.run.budget) and self.run.budget.out_of_time()
+
+    def steps_that_fit(self, step, total_steps):
+        """--minutes: the run's last step, fitted at a validation to the pace it has kept; else total_steps."""
+        if self.run.budget:
+            total_steps = self.run.budget.steps_that_fit(step, total_steps, self.settings.eval_interval)
+            self.run.total_steps = self.progress.total = total_steps
+        return total_steps
 
     def stop_asked(self):
         """Whether Ctrl-C was pressed: the loop then ends after its step, and the log saves the state to resume."""
@@ -149,7 +165,7 @@ def opened(run, params, opt, cfg, tokenizer, settings, in_process):
     tokens_per_step, may_stop_early = settings.batch_size * settings.seq_len, settings.patience > 0
     with finishing(run), runs.locked(run.folder), DataParallel(processes) as parallel, \
             StopRequest().installed() as stop, Progress(run.total_steps, run.step, tokens_per_step,
-                                                        may_stop_early) as progress:
+                                                        may_stop_early, run.budget) as progress:
         # one process: the loop calls the model's own loss_and_grads, so a traceback ends in the learner's line
         loss_and_grads = parallel.loss_and_grads if processes > 1 else in_process
         yield RunLog(run, params, opt, cfg, tokenizer, settings, processes, loss_and_grads, stop, progress)
@@ -263,8 +279,8 @@ class Progress:
     or quieter halfway changes the estimate within half a minute, where the whole run's mean would
     lag behind for the rest of the run."""
 
-    def __init__(self, total_steps, first_step, tokens_per_step, may_stop_early=False):
-        self.total, self.tokens_per_step = total_steps, tokens_per_step
+    def __init__(self, total_steps, first_step, tokens_per_step, may_stop_early=False, budget=None):
+        self.total, self.tokens_per_step, self.budget = total_steps, tokens_per_step, budget
         self.at_most = "at most " if may_stop_early else ""  # patience may stop the run before its last step
         self.terminal = sys.stderr.isatty()
         self.last_drawn = time.perf_counter()
@@ -285,8 +301,10 @@ class Progress:
         if now - self.last_drawn < (0.2 if self.terminal else LOG_SECONDS):
             return
         self.last_drawn = now
+        to_go = (self.budget.left_said() if self.budget else
+                 f"{self.at_most}{duration((self.total - step) / rate)} to go")  # --minutes: the budget's time left
         line = (f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  {rate * self.tokens_per_step:,.0f} tok/s"
-                f"  {self.at_most}{duration((self.total - step) / rate)} to go")
+                f"  {to_go}")
         if self.terminal:
             print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
             self.drawn = True

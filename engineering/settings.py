@@ -46,6 +46,8 @@ def comments(config):
     return found
 
 
+MOST_MINUTES = 7 * 24 * 60  # minutes at most: a week
+FEWEST_MINUTES = 0.1  # minutes at least, where not 0: six seconds (a plan for less would hold no step)
 MOST_STEPS = 10_000_000  # max_steps at most: 10 hours at the default run's pace (README: 55,365 steps in 198 s)
 PROCESSES_PER_CORE = 2  # processes at most per core: past one a core, each process only waits for the others
 SEEDS = 2 ** 64  # a seed is a whole number from 0 to SEEDS - 1, as PyTorch's are
@@ -89,6 +91,10 @@ def check(s, recipes):
         (s.processes <= PROCESSES_PER_CORE * cores(), f"processes must be at most {PROCESSES_PER_CORE * cores()}, "
                                                       f"{PROCESSES_PER_CORE} for each of this machine's {cores()} "
                                                       f"cores, got {s.processes}; 0 chooses for you"),
+        (s.minutes == 0 or FEWEST_MINUTES <= s.minutes <= MOST_MINUTES,  # NaN and inf fail here too
+         f"minutes must be 0 (off) or from {FEWEST_MINUTES} to {MOST_MINUTES:,} (a week), got {s.minutes}"),
+        (not (s.minutes and s.init_from), "--minutes plans a model trained from scratch; to fine-tune a GPT-2 "
+                                          "(--init_from), give --max_steps instead"),
         (s.max_steps <= MOST_STEPS, f"max_steps must be at most {MOST_STEPS:,} (hours of training even for the "
                                     f"default model), got {s.max_steps:,}"),
         (0 <= s.beta1 < 1, f"beta1 must be in [0, 1), got {s.beta1}"),
