@@ -132,7 +132,7 @@ def shape_words(s):
 
 
 class Budget:
-    """The time of a run: M minutes from the command (minutes 0: no limit, and every answer says so).
+    """The time of a run: M minutes from the command (0 minutes: no limit, and each method leaves the run as it is).
 
     plan() and fit() choose the run before it starts; the loop then asks, through the run's log, whether
     it is out_of_time() and, at each validation, where its last step is now (steps_that_fit)."""
@@ -156,8 +156,10 @@ class Budget:
         settings; each of them is kept. One line for a setting that fixes what the time decides."""
         if not self.minutes:
             return settings
-        for name in sorted({"max_steps", "epochs"} & typed):
-            raise InputError(f"--minutes fits the steps to the time, and --{name} fixes them: give one or the other")
+        clash = sorted({"max_steps", "epochs"} & typed)
+        if clash:
+            raise InputError(f"--minutes fits the steps to the time, and --{clash[0]} fixes them: give one or the "
+                             f"other")
         fixed, text = typed | set(recipe), corpus.train_text + corpus.val_text
         chosen = {name: value for name, value in RUN.items() if name not in fixed}
         if "num_merges" not in fixed:  # fewer for a shorter text: a merge needs a pair seen often enough to learn
