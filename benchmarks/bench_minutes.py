@@ -27,7 +27,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,21 +66,10 @@ def text_path(name):
     return fetch_kjv() if name == "kjv" else bench_text.fetch(name)
 
 
-def train(path, folder, args):
-    """`python train.py ARGS --corpus_path path --checkpoint folder` as a person runs it: (seconds, its stdout)."""
-    command = [sys.executable, str(ROOT / "train.py"), *args, "--corpus_path", str(path), "--checkpoint", str(folder)]
-    started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"training failed:\n{result.stdout}\n{result.stderr}")
-    return seconds, result.stdout
-
-
 def scored(path, args):
     """(seconds, steps, bits per character over the whole held-out text, train.py's output) of one run."""
     with tempfile.TemporaryDirectory() as folder:
-        seconds, output = train(path, folder, args)
+        seconds, output = bench_text.run_train(path, folder, args)
         model = checkpoint.load(runs.default_run(folder))
     bpc, _, _ = bench_text.score(model, path)
     return seconds, model.meta["steps"], bpc, output

@@ -79,9 +79,13 @@ def fetch(name):
 
 
 def run_recipe(path, folder, extra):
-    """Train as a person would, from the command line; (seconds from start to exit, its output)."""
-    command = [sys.executable, str(ROOT / "train.py"), "--recipe", "book", "--corpus_path", str(path),
-               "--checkpoint", str(folder), *extra]
+    """The book recipe, trained as a person would, from the command line; (seconds from start to exit, its output)."""
+    return run_train(path, folder, ["--recipe", "book", *extra])
+
+
+def run_train(path, folder, args):
+    """`python train.py ARGS --corpus_path path --checkpoint folder` as a person runs it: (seconds, its stdout)."""
+    command = [sys.executable, str(ROOT / "train.py"), *args, "--corpus_path", str(path), "--checkpoint", str(folder)]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
