@@ -429,20 +429,26 @@ def projects_function(qualified):
     return value
 
 
+def is_stub(definition):
+    """Whether a def (its syntax tree) is still its stub: a body of only `raise NotImplementedError` (or
+    NotImplementedError("...")), after a docstring. train.py --exercises reads the learner's files by this rule."""
+    body = definition.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
 def written(function):
-    """False while a function's body is still its stub's line, `raise NotImplementedError` (after a docstring),
-    as train.py --exercises reads it too."""
+    """False while a function's body is still its stub's line (is_stub)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError):  # no source to read (a built-in): not a stub
         return True
-    body = tree.body[0].body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return True
-    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc  # NotImplementedError("...") too
-    return not (isinstance(raised, ast.Name) and raised.id == "NotImplementedError")
+    return not is_stub(tree.body[0])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,18 +68,6 @@ class Exercise(NamedTuple):
 
 # --- what the learner has written: read from the files' syntax trees --------------------------------------------
 
-def is_stub(function):
-    """Whether a def's body is only `raise NotImplementedError` (or NotImplementedError(...)), after its docstring."""
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
-
-
 def definition(tree, path):
     """The def at the path of names ["Adam", "step"] (a class, then its method) in the module's tree, or None."""
     nodes = tree.body
@@ -92,9 +80,9 @@ def definition(tree, path):
     return found[-1]
 
 
-def read_exercises(folder, exercise_functions):
+def read_exercises(folder, exercise_functions, is_stub):
     """The exercises in folder with at least one function of the learner's, in the order of exercise_functions
-    ({name: ("module.function", ...)}), as Exercise."""
+    ({name: ("module.function", ...)}), as Exercise; is_stub(def node): gradcheck.py's rule for a stub."""
     found = []
     for name, functions in exercise_functions.items():
         path = folder / f"{name}.py"
@@ -288,7 +276,7 @@ def in_place(args, gradcheck):
     folder = default_folder if args.exercises_dir is None else Path(args.exercises_dir)
     if not folder.is_dir():
         raise InputError(f"--exercises-dir {folder}: there is no such folder; give the folder of your NAME.py files")
-    exercises = read_exercises(folder, gradcheck.EXERCISE_FUNCTIONS)
+    exercises = read_exercises(folder, gradcheck.EXERCISE_FUNCTIONS, gradcheck.is_stub)
     problems = {exercise.name: what for exercise in exercises
                 if (what := problem(exercise, folder, track, gradcheck.judge_exercise)) is not None}
     if problems and not args.even_if_wrong:

@@ -17,7 +17,6 @@ import types
 from pathlib import Path
 
 from engineering.errors import InputError
-from engineering.parallel import cores
 from transformer import ModelConfig
 
 
@@ -66,6 +65,9 @@ def check(s, recipes):
     """Raise SettingError naming the first setting that cannot work. s: a namespace of settings; recipes:
     config.RECIPES. The model's shape is ModelConfig's to check, and the sampling settings are
     generate.Sampling's: each rule in one place."""
+    from engineering.parallel import cores  # here: importing train.py does not load multiprocessing and threadpoolctl
+
+    most_processes = PROCESSES_PER_CORE * cores()
     try:
         ModelConfig(1, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
     except ValueError as err:
@@ -88,9 +90,8 @@ def check(s, recipes):
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
         (s.processes >= 0, f"processes must be 1 (this process), 0 (chosen from the model's size) or more, "
                            f"got {s.processes}"),
-        (s.processes <= PROCESSES_PER_CORE * cores(), f"processes must be at most {PROCESSES_PER_CORE * cores()}, "
-                                                      f"{PROCESSES_PER_CORE} for each of this machine's {cores()} "
-                                                      f"cores, got {s.processes}; 0 chooses for you"),
+        (s.processes <= most_processes, f"processes must be at most {most_processes}, {PROCESSES_PER_CORE} for each "
+                                        f"of this machine's {cores()} cores, got {s.processes}; 0 chooses for you"),
         (s.minutes == 0 or FEWEST_MINUTES <= s.minutes <= MOST_MINUTES,  # NaN and inf fail here too
          f"minutes must be 0 (off) or from {FEWEST_MINUTES} to {MOST_MINUTES:,} (a week), got {s.minutes}"),
         (not (s.minutes and s.init_from), "--minutes plans a model trained from scratch; to fine-tune a GPT-2 "
