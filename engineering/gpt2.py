@@ -17,7 +17,6 @@ pattern's \\p{L} and \\p{N}. Nothing of torch or transformers.
 
 import importlib
 import re
-import types
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 import transformer
 from engineering.errors import InputError
 from engineering.files import read_json
+from engineering.settings import replaced
 from engineering.tokenizer_files import merge_problem, vocab_problem
 from tokenizer import ByteLevelBPE
 
@@ -87,7 +87,7 @@ def adopt_shape(settings, cfg, folder, given):
         raise InputError(f"--seq_len {settings.seq_len} is longer than the GPT-2 in {folder}/ reads "
                          f"({cfg.context_len}); give --seq_len {cfg.context_len} or less")
     shape = {name: getattr(cfg, name) for name in SHAPE}
-    return types.SimpleNamespace(**{**vars(settings), **shape, "seq_len": min(settings.seq_len, cfg.context_len)})
+    return replaced(settings, {**shape, "seq_len": min(settings.seq_len, cfg.context_len)})
 
 
 def read_object(path):

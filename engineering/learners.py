@@ -35,6 +35,7 @@ import numpy as np
 
 import tokenizer as bpe
 from engineering.errors import InputError
+from engineering.settings import replaced
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = Path(__file__).resolve().parent
@@ -240,7 +241,7 @@ def kept_in_this_process(settings):
         return settings
     print(f"--exercises: one process, this one, where your functions are (not --processes {settings.processes})",
           file=sys.stderr)
-    return types.SimpleNamespace(**{**vars(settings), "processes": 1})
+    return replaced(settings, {"processes": 1})
 
 
 # --- the interface: what a script calls ---------------------------------------------------------------------

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from engineering.errors import InputError
+from engineering.settings import replaced
 from engineering.wording import duration
 from transformer import ModelConfig, init_params
 
@@ -257,8 +258,3 @@ class Budget:
     def left_said(self):
         """The time left against the budget, for the progress line. Example: "1 min 10 s left of 3 min 00 s"."""
         return f"{duration(max(0.0, self.deadline - clock()))} left of {duration(60 * self.minutes)}"
-
-
-def replaced(settings, values):
-    """A copy of the settings namespace with the values given."""
-    return type(settings)(**{**vars(settings), **values})

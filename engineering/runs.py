@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import sys
-import types
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +22,7 @@ from filelock import FileLock, Timeout
 
 from engineering import checkpoint, gpt2
 from engineering.errors import InputError
-from engineering.settings import given
+from engineering.settings import given, replaced
 from engineering.wording import plural, removal, talk_command
 
 
@@ -307,7 +306,7 @@ def resume_settings(s, argv, name, parser):
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "
                              f"{saved[setting]!r}); drop --{setting} (only {', '.join(EXTENDING)} may change)")
-    resumed = parser.settings(types.SimpleNamespace(**{**vars(s), **saved, **{k: getattr(s, k) for k in changed}}))
+    resumed = parser.settings(replaced(s, {**saved, **{k: getattr(s, k) for k in changed}}))
     resumed.checkpoint = s.checkpoint
     return resumed, folder
 

@@ -107,6 +107,14 @@ def check(s, recipes):
             raise SettingError(message)
 
 
+def replaced(settings, values):
+    """A copy of the settings (a namespace) with the values given in place; the settings themselves stay as they are.
+
+    Example: replaced(settings, {"processes": 1}).processes -> 1, and settings.processes as it was
+    """
+    return types.SimpleNamespace(**{**vars(settings), **values})
+
+
 def given(argv):
     """The names of the settings given on a command line, in either spelling (--name value, --name=value).
 
