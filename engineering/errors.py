@@ -40,5 +40,10 @@ def run_script(main):
 def end_on_closed_pipe():
     """Exit quietly with the status of a Unix tool ended by SIGPIPE (128 + 13), its reader gone: stdout is pointed
     at /dev/null, so that Python's last flush of what is still buffered meets no closed pipe."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    raise SystemExit(141)  # 128 + 13, SIGPIPE's number, as a shell reports a tool that SIGPIPE ended
+    stdout_to_nowhere()
+    raise SystemExit(141)
+
+
+def stdout_to_nowhere():
+    """Point stdout at /dev/null, where the pipe it wrote to has lost its reader: what is left to print goes nowhere."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # 128 + 13, SIGPIPE's number, as a shell reports a tool that SIGPIPE ended

@@ -10,7 +10,6 @@ losses.png, every file whole or not at all (files.py).
 
 import collections
 import contextlib
-import os
 import signal
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from engineering import checkpoint, runs
-from engineering.errors import InputError
+from engineering.errors import InputError, stdout_to_nowhere
 from engineering.files import write_atomically
 from engineering.parallel import DataParallel, processes_for
 from engineering.wording import duration, home_option
@@ -268,7 +267,7 @@ def print_out(text):
     try:
         print(text, flush=True)
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to print goes nowhere
+        stdout_to_nowhere()
 
 
 class Progress:
