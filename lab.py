@@ -274,21 +274,21 @@ def first_text(model):
     read (its corpus moved or changed since, or a GPT-2, which records none), the first row of the bundled sample."""
     recorded, settings = model.meta.get("corpus"), model.meta.get("settings")
     if not isinstance(recorded, dict) or not isinstance(settings, dict):
-        return sample_text("the model records no corpus")
+        return sample_opening("the model records no corpus")
     path = Path(str(recorded.get("path")))
     try:
         if checkpoint.sha256_of(path) != recorded.get("sha256"):
-            return sample_text(f"{path} has changed since the model was trained on it")
+            return sample_opening(f"{path} has changed since the model was trained on it")
         read = corpus.read_corpus(path, settings.get("corpus_column", config.corpus_column),
                                   settings.get("max_rows", config.max_rows),
                                   settings.get("val_fraction", config.val_fraction), settings.get("seed", config.seed))
     except (InputError, OSError) as err:
-        return sample_text(f"its own corpus cannot be read: {err}")
+        return sample_opening(f"its own corpus cannot be read: {err}")
     return {"text": opening(read.train_text, read.kind), "text_from": f"the start of the text the model was "
                                                                        f"trained on, {path}"}
 
 
-def sample_text(why):
+def sample_opening(why):
     """first_text's answer where the model's own text cannot be read (why): the sample corpus's first row."""
     rows, _, _ = corpus.read_rows(corpus.SAMPLE_CORPUS, "text", 1)
     return {"text": opening(rows[0] + "\n", "rows"), "text_from": f"the first row of the project's sample corpus, "
