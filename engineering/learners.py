@@ -27,7 +27,6 @@ import ast
 import contextlib
 import io
 import sys
-import types
 from pathlib import Path
 from typing import NamedTuple
 
@@ -131,20 +130,12 @@ def not_passed(problems, track, folder, default_folder):
 
 # --- the learner's functions, loaded ------------------------------------------------------------------------
 
-def load(path, number):
-    """The learner's file, run as a module of its own (not in sys.modules: another file may have its name)."""
-    module = types.ModuleType(f"exercises_{number}_{path.stem}")
-    module.__file__ = str(path)
-    code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
-    exec(code, vars(module))  # a mistake in the learner's file keeps its traceback, which ends in their line
-    return module
-
-
-def learners_functions(exercises):
-    """({"module.function": the learner's function}, the learner's modules), every file run once."""
+def learners_functions(exercises, load):
+    """({"module.function": the learner's function}, the learner's modules), every file run once by load
+    (gradcheck.learners_module: a module of its own, not in sys.modules, a mistake in it keeping its traceback)."""
     functions, modules = {}, []
-    for number, exercise in enumerate(exercises):
-        module = load(exercise.path, number)
+    for exercise in exercises:
+        module = load(exercise.path)
         modules.append(module)
         for dotted in exercise.written:
             value = module
@@ -284,7 +275,7 @@ def in_place(args, gradcheck):
         raise InputError(f"{not_passed(problems, track, folder, default_folder)}. Fix "
                          f"{'it' if len(problems) == 1 else 'them'}, or add {WIDE_OPEN} to use "
                          f"{'it' if len(problems) == 1 else 'them'} all the same")
-    functions, learner_modules = learners_functions(exercises)
+    functions, learner_modules = learners_functions(exercises, gradcheck.learners_module)
     print(said_in_place(functions, gradcheck.EXERCISE_FUNCTIONS, as_the_learner_knows(folder)), file=sys.stderr)
     if problems:
         print(f"warning: {not_passed(problems, track, folder, default_folder)}; in use all the same, as {WIDE_OPEN} "
