@@ -15,6 +15,7 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     lab_models.py       the models the lab answers with, read again when their files change
     parallel.py         a batch shared out to several processes, their gradients averaged
     learners.py         --exercises TRACK: the functions the learner wrote, judged, in the project's place
+    planner.py          --minutes M: the model, merges, batch and steps chosen for the time, and the run kept to it
     files.py            files written whole or not at all; JSON read with its problem told
     errors.py           InputError, a person's bad input, and how a script says it in one line
     wording.py          how things are said to a person: counts, durations, the commands to type
