@@ -78,12 +78,11 @@ EXERCISES = {
     "sampling": Exercise("docs/10-sampling.md", ("transformer.filtered_probs",)),
     "bpe": Exercise("docs/09-tokenizer.md", ("tokenizer.merge_pair", "tokenizer.train_plain")),
 }
-MODULES = {"transformer": tf, "tokenizer": tokenizer}  # where the project's functions of the exercises are
+MODULES = {"transformer": tf, "tokenizer": tokenizer}  # the modules of the exercises' functions: no script
 
 
 def function_name(qualified):
-    """The name a learner writes. Example: "transformer.Adam.step" -> "Adam.step", "tokenizer.merge_pair" -> "merge_pair"
-    """
+    """The name a learner writes. Example: "transformer.Adam.step" -> "Adam.step" """
     return qualified.split(".", 1)[1]
 
 

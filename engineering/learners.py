@@ -34,7 +34,6 @@ from typing import NamedTuple
 import numpy as np
 
 import tokenizer as bpe
-import transformer
 from engineering import judge
 from engineering.errors import InputError
 from engineering.settings import replaced
@@ -178,10 +177,6 @@ def project_modules():
     return found
 
 
-# the modules that hold the exercises' functions, the only ones a learner's function replaces a name of its own in
-HOMES = {"transformer": transformer, "tokenizer": bpe}
-
-
 def replacements(functions):
     """{"module.function": the function in its place}: the learner's, and the stand-ins for the two that would go
     round them (uncached, plain_trainer)."""
@@ -200,12 +195,12 @@ IN_PLACE = []
 @contextlib.contextmanager
 def swapped(replacing, learner_modules):
     """For the with-block, each function of replacing {"module.function": function} in the project's place: a method
-    on its class; a function in its module (HOMES) and wherever a module of the project or of the learner holds it
-    under a name. Every name is bound back as it was at the end."""
+    on its class; a function in its module (judge.MODULES) and wherever a module of the project or of the learner
+    holds it under a name. Every name is bound back as it was at the end."""
     undo, by_identity = [], {}
     for dotted, function in replacing.items():
         module_name, *owner, name = dotted.split(".")
-        module = HOMES[module_name]
+        module = judge.MODULES[module_name]
         if owner:
             holder = getattr(module, owner[0])
             undo.append((holder, name, vars(holder)[name]))
