@@ -11,6 +11,10 @@ Every layer is a `*_forward` returning (output, cache) and a `*_backward` right 
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
 forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on (B, T, ...) arrays.
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
+
+After the model, two sections of what it is for: what turns gradients into better parameters (the
+learning-rate schedule, clipping, AdamW), which train.py's loop calls, and drawing the next token
+(temperature, top-k, top-p, generate), which generate.py, talk.py and the lab call.
 """
 
 import math
