@@ -26,13 +26,12 @@ from pathlib import Path
 import numpy as np
 
 import config
-import gradcheck
 from engineering import checkpoint, corpus, lab_models, lab_server, learners, prompting, run_log, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser
-from generate import Sampling, filtered_probs, generate
-from transformer import (BLOCK_KEYS, block_forward, block_params, cross_entropy_forward, embed_forward, flat_buffer,
-                         forward, layernorm_forward, linear_forward, loss_and_grads, softmax, views_into)
+from transformer import (BLOCK_KEYS, block_forward, block_params, cross_entropy_forward, embed_forward, filtered_probs,
+                         flat_buffer, forward, generate, layernorm_forward, linear_forward, loss_and_grads, softmax,
+                         views_into)
 
 PORT = 8765  # the page's port unless --port says otherwise
 MOST_TOKENS = 128  # tokens the lab reads at most: at GPT-2's 1,024, its 144 maps would hold 151 million weights
@@ -120,7 +119,7 @@ def tokens_view(tokenizer, ids, logits):
 
 def kept_view(logits, probs, sampling):
     """View 2's sampling: for each position's likeliest next tokens, the probability each is drawn with once
-    generate.filtered_probs has applied the temperature, top-k and top-p ("kept", 0 for one they drop); and how many
+    transformer.filtered_probs has applied the temperature, top-k and top-p ("kept", 0 for one they drop); and how many
     tokens each position keeps, and their probability before the filters."""
     kept = [filtered_probs(row, sampling) for row in logits]
     top = likeliest(probs, TOP_NEXT)
@@ -221,7 +220,7 @@ def step_over(grads, params, lr):
 # --- "continue one token" and view 6, the runs ----------------------------------------------------------------
 
 def continue_text(model, text, sampling, seed):
-    """The text with one more token, drawn as talk.py --exact draws it (generate.generate, after temperature,
+    """The text with one more token, drawn as talk.py --exact draws it (transformer.generate, after temperature,
     top-k and top-p) from a generator seeded with seed: the same seed draws the same token."""
     ids, said = read_text(model, text)
     drawn = next(generate(model.params, model.cfg, ids, 1, said["window"], sampling, np.random.default_rng(seed)))
@@ -330,9 +329,9 @@ def api(models, settings):
     opened = functools.cache(lambda: first_text(models.first))  # read once: a corpus may be large
 
     def sampling_of(body):
-        return Sampling(lab_server.number_field(body, "temperature", settings.temperature),
-                        lab_server.whole_field(body, "top_k", settings.top_k),
-                        lab_server.number_field(body, "top_p", settings.top_p))
+        return prompting.sampling(lab_server.number_field(body, "temperature", settings.temperature),
+                                  lab_server.whole_field(body, "top_k", settings.top_k),
+                                  lab_server.number_field(body, "top_p", settings.top_p))
 
     def on_model(view, *fields):
         def answer(body):
@@ -375,18 +374,18 @@ def command_line(argv):
                                                             "own (127.0.0.1) lets other machines of the network use "
                                                             "your lab")
     parser.add_argument("--open", action="store_true", help="open the page in the browser (nothing opens by default)")
-    learners.add_options(parser, gradcheck.TRACKS)
+    learners.add_options(parser)
     args = prompting.parse_sampling(parser, argv)
     if not 0 <= args.port <= 65535:
         raise InputError(f"--port must be from 0 to 65535, got {args.port}")
     lab_server.listening_address(args.host)  # every address, in any spelling, refused before the model is read
-    Sampling(args.temperature, args.top_k, args.top_p)  # checked before the model is read
+    prompting.sampling(args.temperature, args.top_k, args.top_p)  # checked before the model is read
     return args
 
 
 def main(argv=None):
     args = command_line(argv)
-    with learners.in_place(args, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+    with learners.in_place(args):  # --exercises TRACK: the model computed by the functions you wrote
         serve(args)
 
 

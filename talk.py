@@ -6,19 +6,17 @@ Each line is a prompt, continued until the reply ends as the model learned (engi
 """
 
 import contextlib
+import dataclasses
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 import config
-import gradcheck
 from engineering import checkpoint, learners, prompting, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import check_seed
-from engineering.prompting import REPLY_ENDS_SAID, warn
-from generate import Sampling, continue_prompt
+from engineering.prompting import REPLY_ENDS_SAID, continue_prompt, warn
 
 
 SETTERS = {  # command: (the setting it changes, its argument, what it does)
@@ -37,7 +35,7 @@ def set_value(session, name, text):
     except ValueError:
         raise InputError(f"{text!r} is not a number") from None
     if name in ("temperature", "top_k", "top_p"):
-        session.sampling = replace(session.sampling, **{name: value})  # Sampling checks its own rules
+        session.sampling = prompting.sampling(**{**dataclasses.asdict(session.sampling), name: value})  # its rules
     elif name == "seed":
         check_seed(value)
         session.seed, session.rng = value, np.random.default_rng(value)  # the draws start anew, to repeat a session
@@ -121,12 +119,12 @@ def main(argv=None):
     parser = prompting.sampling_parser(config, "Talk to a trained model: type text, it continues it "
                                                "(settings from config.py).")
     parser.add_argument("--list", action="store_true", help="list the runs in --checkpoint's runs/ folder, and leave")
-    learners.add_options(parser, gradcheck.TRACKS)
+    learners.add_options(parser)
     session = prompting.parse_sampling(parser, argv)  # the conversation keeps these settings, and changes them
     if session.list:
         print(runs.runs_table(Path(session.checkpoint)))
         return
-    with learners.in_place(session, gradcheck):  # --exercises TRACK: the model computed by the functions you wrote
+    with learners.in_place(session):  # --exercises TRACK: the model computed by the functions you wrote
         talk(session)
 
 
@@ -134,7 +132,7 @@ def talk(session):
     """Read the model, say what it is and how to talk to it, then converse until Ctrl-D or /quit."""
     session.model = prompting.load_for_sampling(session, config.checkpoint)
     session.home = runs.listing_home(session.model.folder, config.checkpoint)  # the folder whose runs /models lists
-    session.sampling = Sampling(session.temperature, session.top_k, session.top_p)
+    session.sampling = prompting.sampling(session.temperature, session.top_k, session.top_p)
     session.rng = np.random.default_rng(session.seed)  # /seed starts it again, so a session can be repeated
     print(prompting.describe(session.model))
     ends = "" if session.full else f", up to {REPLY_ENDS_SAID[checkpoint.corpus_kind(session.model.meta)][0]}"

@@ -9,11 +9,12 @@
 The corpus is a CSV, whose rows are documents, or any other file as one exact text. Its training
 part becomes one token stream, cut into windows of seq_len + 1 tokens every `stride` tokens: the
 first seq_len are the input, the last seq_len the targets. Each step takes a batch of windows, its
-loss and gradients (transformer.loss_and_grads), clips them and takes one AdamW step (both below the
-loop). The held-out part is scored whole at each validation, and the model with the best validation
-loss is kept in the run's folder, checkpoints/runs/<name>/, where talk.py finds it. The loop runs in
-this process, so a breakpoint() in a backward stops here; --processes N shares each batch out to N
-processes. Reading the corpus, the run folders and the processes are engineering/'s.
+loss and gradients (transformer.loss_and_grads), clips them and takes one AdamW step (clip_grad_norm
+and Adam, in transformer.py beside the model they update). The held-out part is scored whole at each
+validation, and the model with the best validation loss is kept in the run's folder,
+checkpoints/runs/<name>/, where talk.py finds it. The loop runs in this process, so a breakpoint() in
+a backward stops here; --processes N shares each batch out to N processes. Reading the corpus, the
+run folders and the processes are engineering/'s.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,9 +32,9 @@ from engineering.corpus import corpus_file, make_windows, read_corpus, token_len
 from engineering.errors import InputError, run_script
 from engineering.settings import SettingsParser, given
 from engineering.wording import plural, talk_command
-from generate import Sampling, generate
 from tokenizer import BPETokenizer
-from transformer import ModelConfig, cross_entropy_forward, flat_buffer, forward, init_params, loss_and_grads, pack
+from transformer import (Adam, ModelConfig, Sampling, clip_grad_norm, cross_entropy_forward, forward, generate,
+                         init_params, loss_and_grads, lr_schedule, pack)
 
 EVAL_BATCH = 64  # validation windows per forward pass, fewer where their logits would pass EVAL_LOGITS
 EVAL_LOGITS = 2 ** 24  # 64 MB of float32: two windows of 128 tokens of GPT-2
@@ -42,12 +44,12 @@ SAMPLE_PROMPT = "The "
 def train(settings, resume_from=None, name=None, given=()):
     """The whole job: a new run in settings.checkpoint, named name (None: by its start time and corpus), or the
     run in the folder resume_from continued. given: the settings the person typed. Returns the run's folder."""
-    # the run's engineering is imported where it is used, so that `import train` (the lab, the tests, the
-    # exercises, which read its functions) loads the model and the loop's pieces, not the run folders
-    from engineering import gpt2, learners, planner, run_log, runs
+    # the run's engineering is imported where it is used, so that `import train` (the tests, which read the loop's
+    # functions) loads the model and the loop's pieces, not the run folders
+    from engineering import gpt2, learners, planner, prompting, run_log, runs
 
     budget = planner.Budget(settings.minutes if resume_from is None else 0)  # --minutes: the clock starts here
-    Sampling(settings.temperature, settings.top_k, settings.top_p)  # the samples' settings, checked before the work
+    prompting.sampling(settings.temperature, settings.top_k, settings.top_p)  # the samples' settings, checked first
     settings = learners.kept_in_this_process(settings)  # --exercises: your functions are in this process only
     if settings.init_from:  # the model's shape is the GPT-2's, whatever config.py or a recipe says
         settings = gpt2.adopt_shape(settings, gpt2.read_config(settings.init_from), settings.init_from, given)
@@ -61,15 +63,15 @@ def train(settings, resume_from=None, name=None, given=()):
     recipe = config.RECIPES.get(settings.recipe, {})
     settings = budget.plan(settings, corpus, set(given), recipe, loss_and_grads)  # the shape best in the time, ...
     params, cfg, tokenizer = start_model(corpus, settings)
-    inputs, targets, val_stream = prepare_data(corpus, tokenizer, settings)
-    settings = budget.fit(settings, len(val_stream), set(given))  # ... and the steps that fit the time left
+    data = prepare_data(corpus, tokenizer, settings)
+    settings = budget.fit(settings, len(data.val_stream), set(given))  # ... and the steps that fit the time left
     opt = Adam(params, settings.beta1, settings.beta2, settings.adam_eps, settings.weight_decay)
-    total_steps = settings.max_steps or settings.epochs * math.ceil(len(inputs) / settings.batch_size)
+    total_steps = settings.max_steps or settings.epochs * math.ceil(len(data.inputs) / settings.batch_size)
     run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget)
-    print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); {len(inputs):,} "
-          f"training windows, {len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to "
-          f"{run.folder}/")
-    loop(run, params, opt, cfg, tokenizer, (inputs, targets, val_stream, corpus.kind), settings)
+    print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); "
+          f"{len(data.inputs):,} training windows, {len(data.val_stream):,} validation tokens; "
+          f"{plural(total_steps, 'step')}; writing to {run.folder}/")
+    loop(run, params, opt, cfg, tokenizer, data, settings)
     best = run.best()
     stopped = "" if run.step == run.total_steps else f"; stopped at step {run.step:,}: " + (
         "out of time" if budget.spent else f"{settings.patience} validations in a row did not beat it (patience)")
@@ -85,10 +87,10 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
     until `patience` validations in a row have not beaten the best, or (--minutes) until the time is spent.
     The run's files, the progress line, Ctrl-C, the processes and the clock are the log's
     (engineering/run_log.py), the one door out of this loop.
-    data: the training windows, their targets, the held-out stream (prepare_data) and the corpus's kind."""
+    data: the training windows, their targets, the held-out stream and the corpus's kind (Data)."""
     from engineering import run_log
 
-    (inputs, targets, val_stream, kind), token_chars = data, token_lengths(tokenizer)
+    inputs, targets, token_chars = data.inputs, data.targets, token_lengths(tokenizer)
     batch_size, steps_per_epoch = settings.batch_size, math.ceil(len(inputs) / settings.batch_size)
     validate_every = settings.eval_interval if settings.max_steps else steps_per_epoch
     step, step_losses, history, total_steps = run.step, run.step_losses, run.history, run.total_steps  # 0, or resumed
@@ -111,7 +113,7 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
             log.stepped(step, loss, lr)
             out_of_time = log.out_of_time()  # --minutes: the time planned for the steps holds no other one
             if step == total_steps or step % validate_every == 0 or out_of_time:
-                val_loss, val_bpc = evaluate(params, cfg, val_stream, settings.seq_len, token_chars,
+                val_loss, val_bpc = evaluate(params, cfg, data.val_stream, settings.seq_len, token_chars,
                                              settings.eval_tokens, settings.seed)
                 trained_since = history[-1]["step"] if history else 0  # the steps since the last validation
                 history.append({"step": step, "train_loss": float(np.mean(step_losses[trained_since:])),
@@ -119,7 +121,7 @@ def loop(run, params, opt, cfg, tokenizer, data, settings):
                 since_best = 0 if val_loss < best_val_loss else since_best + 1  # validations since the best one
                 best_val_loss = min(best_val_loss, val_loss)
                 done = step == total_steps or 0 < settings.patience <= since_best or out_of_time
-                sample = sample_text(params, cfg, tokenizer, kind, settings, step)
+                sample = sample_text(params, cfg, tokenizer, data.kind, settings, step)
                 log.validated(step, since_best == 0, done, sample)  # the best model saved, and the state to resume
                 if done:
                     return
@@ -136,97 +138,6 @@ def best_so_far(history):
         return math.inf, 0
     best = min(val_losses)
     return best, len(val_losses) - 1 - val_losses.index(best)
-
-
-# ---------------------------------------------------------------------------------------------
-# What turns gradients into better parameters: the learning rate's schedule, clipping, AdamW. The
-# parameters and gradients are packed dicts (transformer.pack): every tensor is a view into one flat
-# buffer, so each update below is a handful of operations on one long vector.
-
-def lr_schedule(step, total_steps, lr_max, lr_min, warmup_steps):
-    """The learning rate of step `step` (1 .. total_steps): linear warmup, then cosine decay.
-
-    Warmup: lr = lr_max * step / warmup_steps, a line from 0 that reaches lr_max at warmup_steps.
-    Then lr = lr_min + (lr_max - lr_min) * (1 + cos(pi * progress)) / 2, where progress runs from
-    0 after warmup to 1 at the last step, which therefore gets exactly lr_min.
-    Example: lr_schedule(25, 1000, 1e-3, 1e-4, 50) -> 5e-4
-    """
-    warmup_steps = min(warmup_steps, total_steps - 1)  # a run shorter than warmup still ends at lr_min
-    if step <= warmup_steps:
-        return lr_max * step / warmup_steps
-    progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    return lr_min + (lr_max - lr_min) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def clip_grad_norm(grads, max_norm):
-    """Scale all gradients in place so their global L2 norm is at most max_norm; return the norm before.
-
-    Example: grads with entries [3, 4] (norm 5), max_norm 1 -> entries [0.6, 0.8], returns 5.0
-    """
-    flat = flat_buffer(grads)
-    norm = math.sqrt(float(np.dot(flat, flat)))
-    if norm > max_norm:
-        flat *= max_norm / norm
-    return norm
-
-
-def decay_group(params):
-    """The tensors weight decay applies to: every matrix, both embedding tables included; no gain, no bias."""
-    return [tensor for tensor in params.values() if tensor.ndim == 2]
-
-
-# the update runs over CHUNK numbers at a time, so each line's temporaries stay in the CPU's cache: 0.42 s an
-# update against 1.35 s at GPT-2 124M, and 3.1 GB less at the peak (docs/engineering/performance.md)
-CHUNK = 2 ** 15
-
-
-class Adam:
-    """Adam with decoupled weight decay (AdamW), over one flat vector of parameters.
-
-    m = beta1 m + (1 - beta1) g             running mean of the gradient
-    v = beta2 v + (1 - beta2) g^2           running mean of its square
-    p = p - lr * weight_decay * p           on matrices only (both embedding tables included),
-                                            whatever the gradient: this is what "decoupled" means
-    p = p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
-    """
-
-    def __init__(self, params, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
-        self.beta1, self.beta2, self.eps, self.weight_decay = beta1, beta2, eps, weight_decay
-        flat = flat_buffer(params)
-        self.m = np.zeros_like(flat)
-        self.v = np.zeros_like(flat)
-        self.t = 0  # steps taken; the bias corrections need it
-
-    def step(self, params, grads, lr):
-        """One update of params, in place, from grads at learning rate lr."""
-        self.t += 1
-        for matrix in decay_group(params):  # views of the parameters' buffer
-            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
-        bias1, bias2 = 1.0 - self.beta1 ** self.t, 1.0 - self.beta2 ** self.t  # m and v start at 0
-        all_p, all_g = flat_buffer(params), flat_buffer(grads)
-        for start in range(0, all_p.size, CHUNK):
-            # views: each line below changes the parameters, m and v in place
-            p, g, m, v = (flat[start: start + CHUNK] for flat in (all_p, all_g, self.m, self.v))
-            m *= self.beta1
-            m += (1.0 - self.beta1) * g
-            v *= self.beta2
-            v += (1.0 - self.beta2) * g * g
-            m_hat, v_hat = m / bias1, v / bias2
-            p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
-
-    def state(self):
-        """What a resumed run needs: the two moments and the step count."""
-        return {"m": self.m, "v": self.v, "t": self.t}
-
-    def load_state(self, state):
-        """Take up the moments and step count saved by state(); shapes and dtype must match."""
-        for name in ("m", "v"):
-            if state[name].shape != self.m.shape:
-                raise InputError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
-                                 f"{self.m.size}: it was saved for another model")
-        self.m[...] = state["m"]
-        self.v[...] = state["v"]
-        self.t = int(state["t"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,15 +207,22 @@ def start_model(corpus, settings):
     return init_params(cfg, np.random.default_rng(settings.seed), dtype=np.dtype(settings.dtype)), cfg, tokenizer
 
 
+class Data(NamedTuple):
+    """What the loop trains and validates on."""
+    inputs: np.ndarray  # (num_windows, seq_len): the training windows
+    targets: np.ndarray  # (num_windows, seq_len): each input's targets, shifted by one token
+    val_stream: np.ndarray  # the held-out text's ids, scored whole at each validation
+    kind: str  # the corpus's kind, which says where a sample ends (prompting.reply_end)
+
+
 def prepare_data(corpus, tokenizer, settings):
-    """(inputs, targets, val_stream): the training windows (num_windows, seq_len), each input's targets shifted
-    by one token, and the held-out text's ids, scored whole at each validation."""
+    """The Data of a corpus: its training text cut into windows, its held-out text's ids."""
     train_stream = np.array(tokenizer.encode(corpus.train_text))
     inputs, targets = make_windows(train_stream, settings.seq_len, settings.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
         raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
-    return inputs, targets, val_stream
+    return Data(inputs, targets, val_stream, corpus.kind)
 
 
 def recipe_line(settings, given):
@@ -325,8 +243,7 @@ class Diverged(InputError):
 
 
 def main(argv=None):
-    import gradcheck  # the command line's own, as the engineering below: `import train` stays light
-    from engineering import learners, runs
+    from engineering import learners, runs  # the command line's own: `import train` stays light
 
     argv = sys.argv[1:] if argv is None else argv
     parser = SettingsParser(config, "Train the model on a corpus and save checkpoints (settings from config.py).")
@@ -345,7 +262,7 @@ def main(argv=None):
     job.add_argument("--remove", metavar="NAME", help="remove the run NAME, its folder with every file in it, after "
                                                       "asking, and leave")
     parser.add_argument("--yes", action="store_true", help="with --remove: remove without asking")
-    learners.add_options(parser, gradcheck.TRACKS)
+    learners.add_options(parser)
     args = parser.parse(argv)
     if args.yes and args.remove is None:
         raise InputError("--yes goes with --remove NAME (remove without asking); to train, leave --yes out")
@@ -355,7 +272,7 @@ def main(argv=None):
     elif args.remove is not None:
         runs.remove(Path(settings.checkpoint), args.remove, args.yes)
     else:
-        with learners.in_place(args, gradcheck):  # --exercises TRACK: the functions you wrote, judged, in place
+        with learners.in_place(args):  # --exercises TRACK: the functions you wrote, judged, in place
             if args.resume is not None:
                 settings, folder = runs.resume_settings(settings, argv, args.resume, parser)
                 train(settings, resume_from=folder, given=typed)

@@ -11,6 +11,10 @@ Every layer is a `*_forward` returning (output, cache) and a `*_backward` right 
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
 forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on (B, T, ...) arrays.
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
+
+After the model, two sections of what it is for: what turns gradients into better parameters (the
+learning-rate schedule, clipping, AdamW), which train.py's loop calls, and drawing the next token
+(temperature, top-k, top-p, generate), which generate.py, talk.py and the lab call.
 """
 
 import math
@@ -453,3 +457,192 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
         write_grads(grads, block_grads, prefix=f"block{layer}.")
     embed_backward(dX, batch, grads)
     return loss, grads
+
+
+# ---------------------------------------------------------------------------------------------
+# What turns gradients into better parameters: the learning rate's schedule, clipping, AdamW. The
+# parameters and gradients are packed dicts (pack, above): every tensor is a view into one flat
+# buffer, so each update below is a handful of operations on one long vector.
+
+def lr_schedule(step, total_steps, lr_max, lr_min, warmup_steps):
+    """The learning rate of step `step` (1 .. total_steps): linear warmup, then cosine decay.
+
+    Warmup: lr = lr_max * step / warmup_steps, a line from 0 that reaches lr_max at warmup_steps.
+    Then lr = lr_min + (lr_max - lr_min) * (1 + cos(pi * progress)) / 2, where progress runs from
+    0 after warmup to 1 at the last step, which therefore gets exactly lr_min.
+    Example: lr_schedule(25, 1000, 1e-3, 1e-4, 50) -> 5e-4
+    """
+    warmup_steps = min(warmup_steps, total_steps - 1)  # a run shorter than warmup still ends at lr_min
+    if step <= warmup_steps:
+        return lr_max * step / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return lr_min + (lr_max - lr_min) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def clip_grad_norm(grads, max_norm):
+    """Scale all gradients in place so their global L2 norm is at most max_norm; return the norm before.
+
+    Example: grads with entries [3, 4] (norm 5), max_norm 1 -> entries [0.6, 0.8], returns 5.0
+    """
+    flat = flat_buffer(grads)
+    norm = math.sqrt(float(np.dot(flat, flat)))
+    if norm > max_norm:
+        flat *= max_norm / norm
+    return norm
+
+
+def decay_group(params):
+    """The tensors weight decay applies to: every matrix, both embedding tables included; no gain, no bias."""
+    return [tensor for tensor in params.values() if tensor.ndim == 2]
+
+
+# the update runs over CHUNK numbers at a time, so each line's temporaries stay in the CPU's cache: 0.42 s an
+# update against 1.35 s at GPT-2 124M, and 3.1 GB less at the peak (docs/engineering/performance.md)
+CHUNK = 2 ** 15
+
+
+class Adam:
+    """Adam with decoupled weight decay (AdamW), over one flat vector of parameters.
+
+    m = beta1 m + (1 - beta1) g             running mean of the gradient
+    v = beta2 v + (1 - beta2) g^2           running mean of its square
+    p = p - lr * weight_decay * p           on matrices only (both embedding tables included),
+                                            whatever the gradient: this is what "decoupled" means
+    p = p - lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
+    """
+
+    def __init__(self, params, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01):
+        self.beta1, self.beta2, self.eps, self.weight_decay = beta1, beta2, eps, weight_decay
+        flat = flat_buffer(params)
+        self.m = np.zeros_like(flat)
+        self.v = np.zeros_like(flat)
+        self.t = 0  # steps taken; the bias corrections need it
+
+    def step(self, params, grads, lr):
+        """One update of params, in place, from grads at learning rate lr."""
+        self.t += 1
+        for matrix in decay_group(params):  # views of the parameters' buffer
+            matrix -= lr * self.weight_decay * matrix  # decoupled: on matrices only, whatever the gradient
+        bias1, bias2 = 1.0 - self.beta1 ** self.t, 1.0 - self.beta2 ** self.t  # m and v start at 0
+        all_p, all_g = flat_buffer(params), flat_buffer(grads)
+        for start in range(0, all_p.size, CHUNK):
+            # views: each line below changes the parameters, m and v in place
+            p, g, m, v = (flat[start: start + CHUNK] for flat in (all_p, all_g, self.m, self.v))
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g
+            v *= self.beta2
+            v += (1.0 - self.beta2) * g * g
+            m_hat, v_hat = m / bias1, v / bias2
+            p -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+    def state(self):
+        """What a resumed run needs: the two moments and the step count."""
+        return {"m": self.m, "v": self.v, "t": self.t}
+
+    def load_state(self, state):
+        """Take up the moments and step count saved by state(); shapes and dtype must match."""
+        for name in ("m", "v"):
+            if state[name].shape != self.m.shape:
+                raise ValueError(f"the optimizer state's {name} holds {state[name].size} numbers, the model has "
+                                 f"{self.m.size}: it was saved for another model")
+        self.m[...] = state["m"]
+        self.v[...] = state["v"]
+        self.t = int(state["t"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing the next token: each one is drawn from the last position's logits, filtered in this order:
+#     1. temperature: divide the logits by it (0 means greedy: take the most likely token)
+#     2. top_k: keep the k most likely tokens (0 means off)
+#     3. top_p: of what is left, keep the smallest set of most likely tokens whose probability
+#        reaches top_p (nucleus sampling)
+#     4. renormalise what is kept and draw one token with a seeded np.random.Generator
+# Ties in the ordering go to the smaller token id, so a filter never depends on sort luck.
+
+ROUNDING = 1e-9  # top-p counts a set as reaching top_p when it falls short by less than this
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the next token is drawn; a value that cannot work is refused (ValueError), which the scripts say in
+    one line."""
+
+    temperature: float  # 0 means greedy
+    top_k: int  # 0 means off
+    top_p: float  # 1 means off
+
+    def __post_init__(self):
+        if not 0 <= self.temperature < math.inf:
+            raise ValueError(f"temperature must be a finite number, 0 (greedy) or more, got {self.temperature}")
+        if isinstance(self.top_k, bool) or not (isinstance(self.top_k, (int, np.integer)) and self.top_k >= 0):
+            raise ValueError(f"top_k must be a whole number, 0 (off) or more, got {self.top_k}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+
+def filtered_probs(logits, sampling):  # (V,) -> (V,) probabilities, zero outside what is kept
+    """The distribution a token is drawn from: softmax(logits / temperature), then top-k, then top-p.
+
+    Example: logits [2, 1, 0, -1], temperature 1, top_k 2 -> [0.731, 0.269, 0, 0]
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max()  # <= 0, so dividing by a tiny temperature gives -inf at worst, never nan
+    if sampling.temperature == 0:
+        probs = (np.arange(len(logits)) == np.argmax(logits)).astype(np.float64)  # the first of equal maxima
+    else:
+        with np.errstate(over="ignore"):  # -inf, for a token far below the maximum, is the right answer
+            probs = np.exp(shifted / sampling.temperature)
+        probs /= probs.sum()
+    order = np.argsort(-probs, kind="stable")  # most likely first; ties to the smaller id
+    keep = len(probs)
+    if sampling.top_k:
+        keep = min(keep, sampling.top_k)
+    if sampling.top_p < 1:
+        kept = probs[order[:keep]]
+        reach = np.cumsum(kept) / kept.sum()  # probabilities renormalised after top-k
+        # the first prefix reaching top_p; a sum of rounded probabilities such as 0.7 + 0.1 can come
+        # out a hair under 0.8, which would otherwise keep one token too many
+        keep = int(np.searchsorted(reach, sampling.top_p - ROUNDING)) + 1
+    filtered = np.zeros_like(probs)
+    filtered[order[:keep]] = probs[order[:keep]]
+    return filtered / filtered.sum()
+
+
+def sample_next(logits, sampling, rng):  # (V,) -> int
+    """One token id drawn from a row of logits, as this section's opening says."""
+    if sampling.temperature == 0:  # greedy: the id filtered_probs would keep, without sorting V (performance.md)
+        return int(np.argmax(logits))
+    cumulative = np.cumsum(filtered_probs(logits, sampling))
+    # the token whose slice of [0, total) holds a uniform draw; tokens with probability 0 have no slice
+    return int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+
+
+def generate(params, cfg, prompt_ids, max_new_tokens, window, sampling, rng, stop_id=None, use_cache=True,
+             first_allowed=None):
+    """Yield up to max_new_tokens new ids, each as soon as it is drawn; stop after stop_id.
+
+    The model reads only the last `window` ids, so a prompt of any length works. With use_cache,
+    while the window still grows each new id costs the work of one position: the keys and values
+    of the earlier ones are kept (a key/value cache). Once the window is full it slides, every
+    id moves to a new position, and the model reads the whole window again. first_allowed, a (V,)
+    array of booleans, limits the first draw to the ids where it is True (heal_prompt).
+    """
+    if len(prompt_ids) == 0:
+        raise ValueError("the prompt is empty: give at least one character")
+    assert 0 < window <= cfg.context_len, f"the window must be in 1..{cfg.context_len} (context_len), got {window}"
+    context = list(prompt_ids)[-window:]
+    logits, past = forward_cached(params, context, cfg)
+    for step in range(max_new_tokens):
+        scores = logits
+        if step == 0 and first_allowed is not None:
+            scores = np.where(first_allowed, scores, -np.inf)  # probability 0 for every other id
+        next_id = sample_next(scores, sampling, rng)
+        yield next_id
+        if next_id == stop_id or step == max_new_tokens - 1:
+            return
+        context.append(next_id)
+        if use_cache and len(context) <= window:
+            logits, past = forward_cached(params, [next_id], cfg, past)
+        else:
+            context = context[-window:]
+            logits, past = forward_cached(params, context, cfg)

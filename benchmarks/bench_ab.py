@@ -9,8 +9,8 @@ tree (`git worktree add /tmp/plain HEAD`, or cp -r), put one function of the cop
 form, and run this script on the copy. --base (default: this project's root) is the other side.
 
 Each side is a trainer process of its own with its folder first on sys.path, so the folder's
-transformer.py, train.py and engineering/parallel.py are the ones it imports, and so are the ones imported by
-the DataParallel workers it starts (they inherit sys.path). A trainer takes steps as train.py does:
+transformer.py and engineering/parallel.py are the ones it imports, and so are the ones imported by the
+DataParallel workers it starts (they inherit sys.path). A trainer takes steps as train.py does:
 DataParallel on parallel.processes_for's count of processes, then clip_grad_norm and one Adam step
 (the book recipe's betas and weight decay), in float32, on a few fixed random batches in turn. On
 each request it takes that many steps and replies with each step's seconds.
@@ -48,9 +48,8 @@ def train_on_request(folder, dims):
     """The trainer: import the folder's project, then for each line n on stdin take n training steps
     and print their seconds as a JSON list. Its first line says how many processes it trains on."""
     sys.path.insert(0, folder)
-    from train import Adam, clip_grad_norm
     from engineering.parallel import DataParallel, processes_for
-    from transformer import ModelConfig, init_params
+    from transformer import Adam, ModelConfig, clip_grad_norm, init_params
 
     B, T, C, nh, L, F, V = dims
     cfg = ModelConfig(vocab_size=V, context_len=T, emb_dim=C, num_heads=nh, num_layers=L, ff_dim=F, ln_eps=1e-5)

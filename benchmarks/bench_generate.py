@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from generate import Sampling, generate  # noqa: E402
-from transformer import ModelConfig, init_params  # noqa: E402
+from transformer import ModelConfig, Sampling, generate, init_params  # noqa: E402
 
 SHAPES = {  # context_len = the window = the 128-token context of the issue for "large"
     "reference": ModelConfig(vocab_size=575, context_len=32, emb_dim=32, num_heads=2, num_layers=2, ff_dim=128,

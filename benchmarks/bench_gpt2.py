@@ -6,7 +6,7 @@ and transformers):
 Writes a GPT-2 124M folder with random weights to a temporary folder (the weights do not change the
 amount of work; the vocabulary's merges are made up), loads it both ways, and measures in one run:
   1. greedy decoding, tokens per second: --new tokens from a 16-token prompt, ours
-     (generate.generate, with its key/value cache, on the parameters laid out as generate.py and
+     (transformer.generate, with its key/value cache, on the parameters laid out as generate.py and
      talk.py lay them out, prompting.laid_out_for_decoding, and on them packed as gpt2.load gives them)
      and transformers' (use_cache=True) alternated; ours also after its first token, the prompt's
      forward left out, which is what the limit of 4. bounds;
@@ -19,7 +19,7 @@ amount of work; the vocabulary's merges are made up), loads it both ways, and me
      goes: the speed if a token took only its matrix-vector products (73 at 124M, in the model's
      order, on each layout), then that of a whole step of forward_cached;
   5. fine-tuning, seconds per training step at batch 1 and 4 of 128 tokens: ours as train.py's loop takes
-     one (transformer.loss_and_grads, train.clip_grad_norm, train.Adam.step) and PyTorch's on transformers'
+     one (transformer.py's loss_and_grads, clip_grad_norm and Adam.step) and PyTorch's on transformers'
      GPT2LMHeadModel of the same folder (cross-entropy, backward, clip_grad_norm_, AdamW with weight decay on
      the matrices only, as ours; dropout off, as ours has none), taking turns, each in a fresh child process
      that reports its peak resident memory (getrusage's maxrss: weights, gradients, AdamW's moments and
@@ -45,9 +45,7 @@ from safetensors.numpy import save_file
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import generate  # noqa: E402
 from engineering import gpt2, parallel, prompting  # noqa: E402
-import train  # noqa: E402
 import tokenizer  # noqa: E402
 import transformer  # noqa: E402
 
@@ -82,7 +80,7 @@ def write_gpt2_124m(folder, rng):
 
 def ours_greedy(params, cfg, prompt, new):  # -> (ids, tokens/s, tokens/s after the first)
     start = time.perf_counter()
-    tokens = generate.generate(params, cfg, prompt, new, cfg.context_len, generate.Sampling(0.0, 0, 1.0),
+    tokens = transformer.generate(params, cfg, prompt, new, cfg.context_len, transformer.Sampling(0.0, 0, 1.0),
                                np.random.default_rng(0))
     ids = [next(tokens)]  # the prompt's forward, then the first token
     first = time.perf_counter()
@@ -188,13 +186,13 @@ def ours_training(folder, batch, seq_len, steps):
     of train.py's loop."""
     parallel.keep_freed_memory()  # as train.py's loop does (DataParallel)
     params, cfg, _ = gpt2.load(folder)
-    opt = train.Adam(params, 0.9, 0.999, 1e-8, 0.01)
+    opt = transformer.Adam(params, 0.9, 0.999, 1e-8, 0.01)
     ids, targets = training_batch(cfg.vocab_size, batch, seq_len)
     loaded, losses, seconds = peak_rss(), [], []
     for _ in range(steps + 1):
         start = time.perf_counter()
         loss, grads = transformer.loss_and_grads(params, ids, targets, cfg)
-        train.clip_grad_norm(grads, 1.0)
+        transformer.clip_grad_norm(grads, 1.0)
         opt.step(params, grads, 1e-4)
         del grads  # as train.py's loop
         seconds.append(time.perf_counter() - start)

@@ -1,5 +1,5 @@
-"""What each attention head of a trained model reads, over its held-out text: the lab's attention maps (lab.look),
-averaged. Run by hand:
+"""What each attention head of a trained model reads, over its held-out text: the lab's attention maps (a look, asked
+of `python lab.py` serving the model), averaged. Run by hand:
 
     python benchmarks/bench_heads.py --checkpoint tragedies [--windows 80]
 
@@ -18,13 +18,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import config  # noqa: E402
-import lab  # noqa: E402
+from bench_lab import lab_serving, post  # noqa: E402
 from engineering import prompting  # noqa: E402
 from engineering.corpus import read_corpus  # noqa: E402
-from generate import Sampling  # noqa: E402
 
 READS = ("the previous token", "itself", "the line's break", "the first token", "every position alike")
 
@@ -57,14 +56,16 @@ def main():
     corpus = read_corpus(Path(model.meta["corpus"]["path"]), s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     ids, window = model.tokenizer.encode(corpus.val_text), asked.window
     totals, looked = {what: [] for what in READS}, 0
-    for start in range(0, len(ids) - window, 3 * window)[:args.windows]:
-        chunk = ids[start:start + window]
-        look = lab.look(model, model.tokenizer.decode(chunk), Sampling(1.0, 0, 1.0))
-        if [token["id"] for token in look["tokens"]] != chunk:
-            continue  # decoded and encoded again, the window would be other tokens: skipped
-        looked += 1
-        for what, weights in weights_read(look).items():
-            totals[what] += weights
+    with lab_serving(model.folder) as address:
+        for start in range(0, len(ids) - window, 3 * window)[:args.windows]:
+            chunk = ids[start:start + window]
+            look = post(address + "api/look", {"text": model.tokenizer.decode(chunk), "temperature": 1.0, "top_k": 0,
+                                               "top_p": 1.0})
+            if [token["id"] for token in look["tokens"]] != chunk:
+                continue  # decoded and encoded again, the window would be other tokens: skipped
+            looked += 1
+            for what, weights in weights_read(look).items():
+                totals[what] += weights
     print(f"{model.folder.name}: {looked} windows of {window} tokens of the held-out text of {corpus.path}")
     print("mean attention weight on:".ljust(22) + "".join(f"{what:>22}" for what in READS))
     means = {what: np.mean(totals[what], axis=0) for what in READS}  # (L, nh) each

@@ -4,58 +4,76 @@ torch and transformers):
 
     python benchmarks/bench_lab.py [--rounds 5] [--threads 2] [--tokens 64]
 
-Two models, both with random weights (the weights do not change the amount of work):
-  1. the default model's shape (config.py: 2 blocks of 2 heads, width 32), with the tokenizer the default run learns
-     on the bundled sample (560 tokens), reading a text of its 16-token window;
-  2. GPT-2 124M, a folder written as the hub holds it (benchmarks/bench_gpt2.py's write_gpt2_124m), reading a text
-     of --tokens tokens.
-For each, in turns, --rounds times: a look (lab.look: the forward with every head's attention, each position's next
-tokens and what the sampling keeps of them, the logit lens after every block) and a learn (lab.learn: loss_and_grads,
-every gradient norm, a step on a copy and the loss after it), each as the function and as the page gets it, a
-request to the lab's server in this process, JSON both ways included; and transformers' GPT2LMHeadModel of the same
-shape doing the same work (output_attentions and output_hidden_states, softmax, top-k, the sampling's sort, the lens
-through ln_f and the head; then backward, the norms, and a forward with the stepped weights), with --threads threads
-each (BLAS's through threadpoolctl, torch's with set_num_threads). Printed: the median and the fastest round of each.
+Two models, their weights as good as random (the weights do not change the amount of work):
+  1. the default model (config.py: 2 blocks of 2 heads, width 32) after one step of `python train.py` on the bundled
+     sample, with the tokenizer the default run learns there (560 tokens), reading a text of its 16-token window;
+  2. GPT-2 124M, random weights, a folder written as the hub holds it (benchmarks/bench_gpt2.py's write_gpt2_124m),
+     reading a text of --tokens tokens.
+For each, in turns, --rounds times: a look (lab.py's look: the forward with every head's attention, each position's
+next tokens and what the sampling keeps of them, the logit lens after every block) and a learn (lab.py's learn:
+loss_and_grads, every gradient norm, a step on a copy and the loss after it), as the page gets each: a request to
+`python lab.py` serving the model in a process of its own, JSON both ways included; and transformers'
+GPT2LMHeadModel of the same shape doing the same work (output_attentions and output_hidden_states, softmax, top-k,
+the sampling's sort, the lens through ln_f and the head; then backward, the norms, and a forward with the stepped
+weights), with --threads threads each (the lab's BLAS through its environment, torch's with set_num_threads).
+Printed: the median and the fastest round of each.
 """
 
 import argparse
+import contextlib
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
-import types
 import urllib.request
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import config  # noqa: E402
-import lab  # noqa: E402
-import train  # noqa: E402
 from bench_gpt2 import write_gpt2_124m  # noqa: E402
-from engineering import checkpoint, lab_models, lab_server  # noqa: E402
+from engineering import checkpoint  # noqa: E402
 from engineering.corpus import SAMPLE_CORPUS, read_corpus  # noqa: E402
 from engineering.settings import SettingsParser  # noqa: E402
-from generate import Sampling  # noqa: E402
+from transformer import Sampling  # noqa: E402
 
 SAMPLING = Sampling(config.temperature, config.top_k, config.top_p)
 LR = 0.1
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # what NumPy's BLAS reads as it starts
 
 
-def default_model():
-    """The default run's model, random weights: its shape and tokenizer as `python train.py` makes them."""
+def default_model(folder):
+    """(the default run's model after one step, `python train.py --max_steps 1` in folder, the sample's held-out
+    text): its shape and tokenizer as the default run makes them."""
+    subprocess.run([sys.executable, str(ROOT / "train.py"), "--max_steps", "1", "--checkpoint", str(folder), "--name",
+                    "default"], check=True, capture_output=True)
     p = SettingsParser(config, "bench")
     s = p.settings(p.parse([]))
     corpus = read_corpus(SAMPLE_CORPUS, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
-    params, cfg, tokenizer = train.start_model(corpus, s)
-    model = checkpoint.Checkpoint(params, cfg, tokenizer, {"settings": {"seq_len": s.seq_len}}, Path("default"))
-    return model, corpus.val_text
+    return checkpoint.load(Path(folder) / "runs" / "default"), corpus.val_text
+
+
+@contextlib.contextmanager
+def lab_serving(folder, threads=None):
+    """The address of `python lab.py` serving the model in folder on a free port, a process of its own (with threads
+    BLAS threads, where given), stopped after the with-block."""
+    env = {**os.environ, **{name: str(threads) for name in THREADS if threads}}
+    server = subprocess.Popen([sys.executable, str(ROOT / "lab.py"), "--checkpoint", str(folder), "--port", "0"],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        address = next((line.split()[4] for line in server.stdout if line.startswith("The lab is at ")), None)
+        if address is None:
+            raise SystemExit(f"lab.py stopped before it served {folder}")
+        yield address
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def text_of_tokens(tokenizer, source, count):
@@ -115,28 +133,22 @@ def timed(function):
     return time.perf_counter() - started
 
 
-def measure(model, theirs, text, rounds, learn_too):
-    """{what: [seconds of each round]}: ours as a function and over HTTP, theirs, in turns."""
+def measure(model, theirs, text, rounds, threads):
+    """{what: [seconds of each round]}: ours, a request to the lab, and theirs, in turns."""
     import torch
-    ids = torch.tensor(lab.read_text(model, text)[0])
-    server = lab_server.start(lab.api(lab_models.Models(model, Path(tempfile.gettempdir())),
-                                      types.SimpleNamespace(**vars(SAMPLING), seed=0)), "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    work = {"look, lab.look": lambda: lab.look(model, text, SAMPLING),
-            "look, the page's request": lambda: post(server.url + "api/look", {"text": text}),
-            "look, transformers": lambda: theirs_look(torch, theirs, ids, SAMPLING)}
-    if learn_too:
-        work.update({"learn, lab.learn": lambda: lab.learn(model, text, LR),
-                     "learn, the page's request": lambda: post(server.url + "api/learn", {"text": text, "lr": LR}),
-                     "learn, transformers": lambda: theirs_learn(torch, theirs, ids, LR)})
-    for function in work.values():  # a warm-up round
-        function()
-    seconds = {what: [] for what in work}
-    for _ in range(rounds):
-        for what, function in work.items():
-            seconds[what].append(timed(function))
-    server.shutdown()
-    server.server_close()
+    ids = torch.tensor(model.tokenizer.encode(text))  # every character known, and no more tokens than the lab reads
+    sampling = {"temperature": SAMPLING.temperature, "top_k": SAMPLING.top_k, "top_p": SAMPLING.top_p}
+    with lab_serving(model.folder, threads) as address:
+        work = {"look, the page's request": lambda: post(address + "api/look", {"text": text, **sampling}),
+                "look, transformers": lambda: theirs_look(torch, theirs, ids, SAMPLING),
+                "learn, the page's request": lambda: post(address + "api/learn", {"text": text, "lr": LR}),
+                "learn, transformers": lambda: theirs_learn(torch, theirs, ids, LR)}
+        for function in work.values():  # a warm-up round
+            function()
+        seconds = {what: [] for what in work}
+        for _ in range(rounds):
+            for what, function in work.items():
+                seconds[what].append(timed(function))
     return seconds
 
 
@@ -145,10 +157,8 @@ def report(title, seconds):
     for what, each in seconds.items():
         print(f"  {what:<28} median {statistics.median(each):7.3f} s   fastest {min(each):7.3f} s")
     for kind in ("look", "learn"):
-        if f"{kind}, transformers" in seconds:
-            ours, theirs = (statistics.median(seconds[f"{kind}, {who}"]) for who in (f"lab.{kind}", "transformers"))
-            ratio = ours / theirs
-            print(f"  {kind}: lab.{kind} takes {ratio:.2f} times transformers' time (medians)")
+        ours, theirs = (statistics.median(seconds[f"{kind}, {who}"]) for who in ("the page's request", "transformers"))
+        print(f"  {kind}: the page's request takes {ours / theirs:.2f} times transformers' time (medians)")
 
 
 def main():
@@ -160,8 +170,8 @@ def main():
     import torch
     import transformers
     torch.set_num_threads(args.threads)
-    with threadpool_limits(args.threads), tempfile.TemporaryDirectory() as folder:
-        small, source = default_model()
+    with tempfile.TemporaryDirectory() as folder:
+        small, source = default_model(Path(folder) / "home")
         cfg = small.cfg
         theirs = transformers.GPT2LMHeadModel(transformers.GPT2Config(
             vocab_size=cfg.vocab_size, n_positions=cfg.context_len, n_embd=cfg.emb_dim, n_layer=cfg.num_layers,
@@ -170,15 +180,17 @@ def main():
         text = text_of_tokens(small.tokenizer, source, 16)
         report(f"the default model's shape ({sum(p.size for p in small.params.values()):,} parameters), a text of "
                f"16 tokens, {args.rounds} rounds, {args.threads} threads:",
-               measure(small, theirs, text, args.rounds, True))
-        write_gpt2_124m(Path(folder), np.random.default_rng(0))
-        gpt2 = checkpoint.load(folder)
-        theirs = transformers.GPT2LMHeadModel.from_pretrained(folder, dtype=torch.float32, resid_pdrop=0.0,
+               measure(small, theirs, text, args.rounds, args.threads))
+        gpt2_folder = Path(folder) / "gpt2"
+        gpt2_folder.mkdir()
+        write_gpt2_124m(gpt2_folder, np.random.default_rng(0))
+        gpt2 = checkpoint.load(gpt2_folder)
+        theirs = transformers.GPT2LMHeadModel.from_pretrained(gpt2_folder, dtype=torch.float32, resid_pdrop=0.0,
                                                               embd_pdrop=0.0, attn_pdrop=0.0,
                                                               attn_implementation="eager").eval()
         text = text_of_tokens(gpt2.tokenizer, source, args.tokens)
         report(f"GPT-2 124M, random weights, a text of {args.tokens} tokens, {args.rounds} rounds, {args.threads} "
-               f"threads:", measure(gpt2, theirs, text, args.rounds, True))
+               f"threads:", measure(gpt2, theirs, text, args.rounds, args.threads))
 
 
 if __name__ == "__main__":

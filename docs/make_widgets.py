@@ -4,7 +4,7 @@
     python docs/make_widgets.py --checkpoint FOLDER      # the sampling example's logits read afresh
 
 Each example lets a learner change one input at a time. This script runs the project's own
-functions (transformer.py, generate.py) on every choice the example offers and writes the results,
+functions (transformer.py) on every choice the example offers and writes the results,
 so docs/widgets/widgets.js only looks values up and lays them out. The inputs are the hand-picked
 ones of the tests that the pages' worked examples use, so a page's table and its example agree.
 The sampling example works on the next-token logits of a real checkpoint, stored in its file
@@ -37,15 +37,14 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "docs")]
 from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
 from engineering.errors import InputError, run_script  # noqa: E402
-from generate import Sampling, filtered_probs  # noqa: E402
 from test_examples_layers import EPS, identity_attention_params, layernorm_example  # noqa: E402
 from test_examples_model import residual_block  # noqa: E402
 from test_transformer import DX0, POS_EMB, TOK_EMB  # noqa: E402
-from transformer import (GELU_CUBIC, GELU_SCALE, attention_backward, attention_forward, block_backward,  # noqa: E402
-                         block_forward, block_params, causal_mask, cross_entropy_backward, cross_entropy_forward,
-                         embed_backward, embed_forward, forward, gelu_backward, gelu_forward, init_params,
-                         layernorm_backward, layernorm_forward, linear_backward, mlp_backward, mlp_forward, pack,
-                         softmax_backward, zeros_like)
+from transformer import (GELU_CUBIC, GELU_SCALE, Sampling, attention_backward, attention_forward,  # noqa: E402
+                         block_backward, block_forward, block_params, causal_mask, cross_entropy_backward,
+                         cross_entropy_forward, embed_backward, embed_forward, filtered_probs, forward, gelu_backward,
+                         gelu_forward, init_params, layernorm_backward, layernorm_forward, linear_backward,
+                         mlp_backward, mlp_forward, pack, softmax_backward, zeros_like)
 
 DECIMALS = 6  # the pages show 4; two more keep a shown number's last digit right
 

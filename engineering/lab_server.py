@@ -91,7 +91,7 @@ def text_field(body, name):
 
 def number_field(body, name, default=None):
     """body[name], or default where it is left out (None: it must be there): a number, as a float. The range each
-    field takes is checked where it is used (generate.Sampling's, lab.py's lr_field); here only that it is a
+    field takes is checked where it is used (transformer.Sampling's, lab.py's lr_field); here only that it is a
     number a float holds: an integer is compared before it is converted (10**400 > the largest float, exactly,
     where float(10**400) would raise), and a comparison is False for NaN."""
     value = body.get(name, default)

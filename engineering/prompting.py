@@ -1,6 +1,6 @@
 """What generate.py and talk.py share: their command line, the model they read, the prompt going in
 (the characters the model knows, the last tokens taken back) and the reply coming out (where it ends,
-printed token by token). generate.continue_prompt puts them together around generate.generate.
+printed token by token). continue_prompt puts them together around transformer.generate.
 
 A continuation keeps the shape of what the model learned (reply_end): from the rows of a CSV it ends
 at the end of its row, the first newline it writes; from one running text (a book, a play) at the end
@@ -24,6 +24,7 @@ from engineering import checkpoint, runs
 from engineering.corpus import characters_said
 from engineering.errors import InputError
 from engineering.settings import SettingsParser
+from transformer import Sampling, generate
 
 # --- where a reply ends --------------------------------------------------------------------------
 
@@ -101,6 +102,14 @@ def parse_sampling(p, argv=None):
     args = p.parse(argv)
     p.settings(args)  # checks the values given; the settings sampling does not use are not read
     return args
+
+
+def sampling(temperature, top_k, top_p):
+    """transformer.Sampling of a person's values: one it refuses is said in one line (InputError)."""
+    try:
+        return Sampling(temperature, top_k, top_p)
+    except ValueError as err:  # Sampling's own words: what is wrong, and what it takes
+        raise InputError(str(err)) from None
 
 
 def load_for_sampling(args, home, decoding=True):
@@ -246,3 +255,16 @@ def print_continuation(tokenizer, prompt_ids, new_ids, kind):
                 break  # no more tokens are drawn: generate waits for the next one to be asked for
     finally:
         print(flush=True)
+
+
+def continue_prompt(model, text, asked, sampling, rng):
+    """Print the prompt's known characters, then the model's continuation, token by token. asked: what the
+    command line or the conversation set (window, max_new_tokens, strict, exact, full)."""
+    prompt_ids = known_prompt_ids(model.tokenizer, text, asked.strict)
+    first_allowed = None
+    if not asked.exact:
+        prompt_ids, first_allowed = heal_prompt(model.tokenizer, prompt_ids)
+    new_ids = generate(model.params, model.cfg, prompt_ids, asked.max_new_tokens, asked.window, sampling, rng,
+                       first_allowed=first_allowed)
+    kind = None if asked.full else checkpoint.corpus_kind(model.meta)
+    print_continuation(model.tokenizer, prompt_ids, new_ids, kind)

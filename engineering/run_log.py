@@ -90,7 +90,10 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
                          f"{total_steps:,}: give a larger --max_steps or --epochs to train it further")
     for key in params:
         params[key][...] = saved_params[key]
-    opt.load_state(opt_state)
+    try:
+        opt.load_state(opt_state)
+    except ValueError as err:  # the state of another model: the optimizer's own words say so
+        raise InputError(str(err)) from None
     run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"])
     best = run.best()
     if best is not None and 0 < settings.patience <= len(run.history) - 1 - run.history.index(best):

@@ -64,7 +64,7 @@ def check_seed(seed):
 def check(s, recipes):
     """Raise SettingError naming the first setting that cannot work. s: a namespace of settings; recipes:
     config.RECIPES. The model's shape is ModelConfig's to check, and the sampling settings are
-    generate.Sampling's: each rule in one place."""
+    transformer.Sampling's: each rule in one place."""
     from engineering.parallel import cores  # here: importing train.py does not load multiprocessing and threadpoolctl
 
     most_processes = PROCESSES_PER_CORE * cores()

@@ -20,8 +20,8 @@ import pytest
 
 import config
 from engineering import checkpoint, errors, prompting, settings
-import generate
 import gradcheck
+import transformer
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "docs"))
@@ -157,8 +157,8 @@ def greedy_text(folder, prompt, max_new_tokens):
     window the checkpoint was trained with, the prompt's last token taken back as the scripts do."""
     model = checkpoint.load(folder)
     prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
-    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
-                                model.meta["settings"]["seq_len"], generate.Sampling(0, 0, 1.0),
+    new_ids = transformer.generate(model.params, model.cfg, prompt_ids, max_new_tokens,
+                                model.meta["settings"]["seq_len"], transformer.Sampling(0, 0, 1.0),
                                 np.random.default_rng(0), first_allowed=first_allowed)
     return model.tokenizer.decode(prompt_ids) + model.tokenizer.decode(list(new_ids))
 

@@ -20,7 +20,6 @@ from engineering import settings
 from engineering.corpus import corpus_file, read_text
 from engineering.parallel import cores
 from engineering.errors import InputError, run_script
-import generate
 import train
 import transformer
 
@@ -166,13 +165,13 @@ def ctrl_c(*args, **kwargs):
 
 def test_ctrl_c_while_generating_is_one_line_and_exit_130(tiny_checkpoint, monkeypatch):
     draws = []
-    real_sample_next = generate.sample_next
+    real_sample_next = transformer.sample_next
 
     def sample_next(*args):  # Ctrl-C during the third draw
         draws.append(1)
         return ctrl_c() if len(draws) == 3 else real_sample_next(*args)
 
-    monkeypatch.setattr(generate, "sample_next", sample_next)
+    monkeypatch.setattr(transformer, "sample_next", sample_next)
     result = run_main("generate.py", "the", "--full", "--checkpoint", tiny_checkpoint)
     assert result.returncode == 130
     assert result.stderr == "interrupted (Ctrl-C); nothing was left half-written\n"

@@ -14,8 +14,7 @@ from conftest import tiny_settings
 from engineering import corpus
 import tokenizer
 import train
-from generate import Sampling, filtered_probs, generate, sample_next
-from train import Adam, decay_group
+from transformer import Adam, Sampling, decay_group, filtered_probs, generate, sample_next
 from tokenizer import BPETokenizer
 from transformer import ModelConfig, forward, forward_cached, init_params, pack, zeros_like
 

@@ -1,7 +1,8 @@
 """The exercises in exercises/: a learner writes the project's functions in files of their own, forward and
-backward, then training, sampling and the plain BPE, and `python gradcheck.py --exercise NAME` judges each the
-way its kind is judged, on either track: the guided stubs (exercises/NAME.py: equations and hints) or the derive
-stubs (exercises/derive/NAME.py, `--track derive`: the signature, the shapes and the page to read).
+backward, then training, sampling and the plain BPE, and `python exercises/judge.py NAME` judges each the way its
+kind is judged (engineering/judge.py), on either track: the guided stubs (exercises/guided/NN_NAME.py: equations
+and hints) or the derive stubs (exercises/derive/NN_NAME.py, `--track derive`: the signature, the shapes and the
+page to read).
 
 Each stub has its function's def line in the project and says it is not written yet; the project's own
 functions in a scratch copy of the stubs pass, with no hint; a wrong one of each kind fails on the rows it gets
@@ -19,9 +20,10 @@ from pathlib import Path
 import pytest
 
 import gradcheck
+from engineering import judge
 
 REPO = Path(__file__).resolve().parent.parent
-STUBS = {"guided": REPO / "exercises", "derive": REPO / "exercises" / "derive"}
+STUBS = {"guided": REPO / "exercises" / "guided", "derive": REPO / "exercises" / "derive"}
 ORDER = ["embedding", "linear", "layernorm", "softmax", "attention", "gelu", "mlp", "block", "cross_entropy", "model",
          "lr_schedule", "clip_grad_norm", "adamw", "sampling", "bpe"]
 
@@ -30,27 +32,26 @@ def project_source(name):
     """The project's own functions of exercise `name`, as a learner's whole file would hold them: their source,
     dedented (Adam.step inside `class Adam:`), after the imports they use."""
     imports = ("import math\nfrom collections import Counter\n\nimport numpy as np\n\n"
-               "from generate import ROUNDING\nfrom tokenizer import split_pieces\n"
-               "from train import CHUNK, decay_group\n"
-               "from transformer import *\nfrom transformer import flat_buffer\n")
+               "from tokenizer import split_pieces\n"
+               "from transformer import *\nfrom transformer import CHUNK, ROUNDING, decay_group, flat_buffer\n")
     functions = []
-    for qualified in gradcheck.EXERCISE_FUNCTIONS[name]:
-        source = textwrap.dedent(inspect.getsource(gradcheck.projects_function(qualified)))
+    for qualified in judge.EXERCISES[name].functions:
+        source = textwrap.dedent(inspect.getsource(judge.projects_function(qualified)))
         in_its_class = "class Adam:\n" + textwrap.indent(source, "    ")
-        functions.append(in_its_class if qualified == "train.Adam.step" else source)
+        functions.append(in_its_class if qualified == "transformer.Adam.step" else source)
     return imports + "\n\n" + "\n\n".join(functions)
 
 
-def judge(name, source, folder, capsys):
-    """Run `gradcheck.py --exercise name` on a learner's file holding `source`: (status, stdout, stderr)."""
-    (folder / f"{name}.py").write_text(source, encoding="utf-8")
-    status = gradcheck.main(["--exercise", name, "--exercises-dir", str(folder)])
+def judged_file(name, source, folder, capsys):
+    """Run `exercises/judge.py name` on a learner's file holding `source`: (status, stdout, stderr)."""
+    judge.exercise_file(folder, name).write_text(source, encoding="utf-8")
+    status = judge.main([name, "--exercises-dir", str(folder)])
     out, err = capsys.readouterr()
     return status, out, err
 
 
 def table_rows(out):
-    """{(function, row): result} of the table gradcheck printed, the function carried down to the rows below its
+    """{(function, row): result} of the table the judge printed, the function carried down to the rows below its
     first. Example: {("layernorm_backward", "x"): "FAIL"}"""
     lines = out.splitlines()
     header = next(line for line in lines if line.split()[1:3] == ["function", "tensor"])
@@ -74,54 +75,64 @@ def hints(out):
 
 
 def test_the_exercises_are_the_whole_model_then_training_sampling_and_bpe_in_order():
-    assert list(gradcheck.EXERCISE_FUNCTIONS) == ORDER
-    for folder in STUBS.values():
-        assert sorted(path.stem for path in folder.glob("*.py")) == sorted(ORDER), folder
-    assert gradcheck.TRACKS == STUBS
+    assert list(judge.EXERCISES) == ORDER
+    for folder in STUBS.values():  # numbered in the order to do them
+        assert sorted(path.stem for path in folder.glob("*.py")) == [f"{n:02d}_{name}" for n, name in
+                                                                       enumerate(ORDER, 1)], folder
+    assert judge.TRACKS == STUBS
+
+
+def test_the_folders_readme_lists_every_exercise_in_order_with_its_functions_and_page():
+    text = (REPO / "exercises" / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d\d) \| `(\w+)` \| (.*?) \| \[.*?\]\(\.\./(docs/[\w-]+\.md)\) \|$", text, re.M)
+    assert [(int(number), name) for number, name, _, _ in rows] == list(enumerate(judge.EXERCISES, 1))
+    for _, name, functions, page in rows:
+        written = ", ".join(f"`{judge.function_name(qualified)}`" for qualified in judge.EXERCISES[name].functions)
+        assert (functions, page) == (written, judge.EXERCISES[name].page), name
 
 
 @pytest.mark.parametrize("track", STUBS)
 @pytest.mark.parametrize("name", ORDER)
 def test_each_stub_is_the_projects_def_line_with_a_body_still_to_write(name, track):
-    path = STUBS[track] / f"{name}.py"
-    for qualified in gradcheck.EXERCISE_FUNCTIONS[name]:
-        stub = gradcheck.learners_function(path, gradcheck.function_name(qualified))
-        project = gradcheck.projects_function(qualified)
+    path = judge.exercise_file(STUBS[track], name)
+    for qualified in judge.EXERCISES[name].functions:
+        stub = judge.learners_function(path, judge.function_name(qualified))
+        project = judge.projects_function(qualified)
         assert stub.__qualname__ == project.__qualname__
         assert inspect.signature(stub) == inspect.signature(project)
         # the def line whole, its comment of shapes included: the stub follows the project when that changes
         assert inspect.getsourcelines(stub)[0][0] == inspect.getsourcelines(project)[0][0], \
             f"{path}: copy the def line of {qualified}"
-        assert not gradcheck.written(stub), f"{path}: {qualified}'s body must be the stub's line"
+        assert not judge.written(stub), f"{path}: {qualified}'s body must be the stub's line"
         assert inspect.getsource(stub).rstrip().endswith(
             "raise NotImplementedError  # your code, in place of this line")
 
 
 @pytest.mark.parametrize("name", ORDER)
 def test_a_guided_stub_gives_equations_and_hints_and_a_derive_stub_only_the_shapes_and_the_page(name):
-    guided_file = (STUBS["guided"] / f"{name}.py").read_text(encoding="utf-8")
-    derive_file = (STUBS["derive"] / f"{name}.py").read_text(encoding="utf-8")
-    for qualified in gradcheck.EXERCISE_FUNCTIONS[name]:
-        function = gradcheck.function_name(qualified)
-        guided = gradcheck.learners_function(STUBS["guided"] / f"{name}.py", function).__doc__
-        derive = gradcheck.learners_function(STUBS["derive"] / f"{name}.py", function).__doc__
-        assert "Hints:" in guided and len(derive) < len(guided), f"exercises/{name}.py: {function} gives no hint"
-        assert "Hints:" not in derive and "=" not in derive, f"exercises/derive/{name}.py gives an equation away"
-    for text, command in ((guided_file, f"python gradcheck.py --exercise {name}\n"),
-                          (derive_file, f"python gradcheck.py --exercise {name} --track derive\n")):
-        assert command in text and gradcheck.EXERCISE_PAGES[name] in text
-        assert (REPO / gradcheck.EXERCISE_PAGES[name]).is_file()
-        assert f"Exercise {ORDER.index(name) + 1} of 15" in text
+    guided_path, derive_path = (judge.exercise_file(STUBS[track], name) for track in ("guided", "derive"))
+    for qualified in judge.EXERCISES[name].functions:
+        function = judge.function_name(qualified)
+        guided = judge.learners_function(guided_path, function).__doc__
+        derive = judge.learners_function(derive_path, function).__doc__
+        assert "Hints:" in guided and len(derive) < len(guided), f"{guided_path.name}: {function} gives no hint"
+        assert "Hints:" not in derive and "=" not in derive, f"derive/{derive_path.name} gives an equation away"
+    for path, command in ((guided_path, f"python exercises/judge.py {name}\n"),
+                          (derive_path, f"python exercises/judge.py {name} --track derive\n")):
+        text = path.read_text(encoding="utf-8")
+        assert command in text and judge.EXERCISES[name].page in text
+        assert (REPO / judge.EXERCISES[name].page).is_file()
+        assert text.startswith(f'"""Exercise {ORDER.index(name) + 1}' + ("," if path == derive_path else ":"))
 
 
 @pytest.mark.parametrize("track", STUBS)
 @pytest.mark.parametrize("name", ORDER)
 def test_an_untouched_stub_is_not_written_yet(name, track, capsys):
-    assert gradcheck.main(["--exercise", name, "--track", track]) == 1
+    assert judge.main([name, "--track", track]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    path = (STUBS[track] / f"{name}.py").relative_to(REPO).as_posix()
-    functions = [gradcheck.function_name(qualified) for qualified in gradcheck.EXERCISE_FUNCTIONS[name]]
+    path = judge.exercise_file(STUBS[track], name).relative_to(REPO).as_posix()
+    functions = [judge.function_name(qualified) for qualified in judge.EXERCISES[name].functions]
     if len(functions) == 1:
         assert err == (f"{path}: {functions[0]} is not written yet (it raises NotImplementedError): write its body, "
                        f"then run this again\n")
@@ -134,21 +145,21 @@ def filled(tmp_path_factory):
     """A scratch copy of the stubs, every one filled with the project's own functions."""
     folder = tmp_path_factory.mktemp("filled")
     for name in ORDER:
-        (folder / f"{name}.py").write_text(project_source(name), encoding="utf-8")
+        judge.exercise_file(folder, name).write_text(project_source(name), encoding="utf-8")
     return folder
 
 
 @pytest.mark.parametrize("name", ORDER)
 def test_every_stub_filled_with_the_projects_own_functions_passes_with_no_hint(name, filled, capsys):
-    assert gradcheck.main(["--exercise", name, "--exercises-dir", str(filled)]) == 0
+    assert judge.main([name, "--exercises-dir", str(filled)]) == 0
     out, err = capsys.readouterr()
     rows = table_rows(out)
-    functions = {gradcheck.function_name(qualified).split(".")[-1] for qualified in gradcheck.EXERCISE_FUNCTIONS[name]}
+    functions = {judge.function_name(qualified).split(".")[-1] for qualified in judge.EXERCISES[name].functions}
     assert {function.split(".")[-1] for function, _ in rows} == functions, out
     assert rows and all(result == "pass" for result in rows.values()), out
     assert hints(out) == [] and err == ""
     assert out.rstrip().endswith("right; compare with the project's own in "
-                                 f"{gradcheck.EXERCISE_FUNCTIONS[name][0].split('.')[0]}.py")
+                                 f"{judge.EXERCISES[name].functions[0].split('.')[0]}.py")
 
 
 # --- wrong functions, each a learner's whole file -----------------------------------------------------------
@@ -451,17 +462,17 @@ MISTAKES = {
 def test_a_wrong_function_fails_on_the_rows_it_gets_wrong_with_a_hint_only_where_the_numbers_show_it(
         mistake, tmp_path, capsys):
     name, source, wrong, hinted = MISTAKES[mistake]
-    status, out, err = judge(name, source, tmp_path, capsys)
+    status, out, err = judged_file(name, source, tmp_path, capsys)
     assert status == 1, err
     assert failing(out) == wrong, out
     assert len(hints(out)) == len(hinted), out
     assert all(hint.startswith(start) for hint, start in zip(hints(out), hinted)), out
-    assert f"fix {tmp_path / name}.py, then run this again" in err
+    assert f"fix {judge.exercise_file(tmp_path, name)}, then run this again" in err
 
 
 def test_a_wrong_backward_gets_the_pages_worked_example_beside_yours(tmp_path, capsys):
     # the learner who found this mistake by running page 2's example through their function: row 1 is wrong
-    _, out, _ = judge("layernorm", LAYERNORM_DOUT_FOR_DXHAT, tmp_path, capsys)
+    _, out, _ = judged_file("layernorm", LAYERNORM_DOUT_FOR_DXHAT, tmp_path, capsys)
     lines = out.splitlines()
     at = lines.index("  the page's worked example (docs/02-layernorm.md), yours beside the page's:")
     assert lines[at + 1].startswith("  dx row 0         yours [ 0.0185 -0.0370 -0.0370  0.0556]   the page's [ 0.0185")
@@ -472,32 +483,32 @@ def test_a_wrong_backward_gets_the_pages_worked_example_beside_yours(tmp_path, c
 
 def test_a_backward_that_fails_on_the_pages_shapes_says_where(tmp_path, capsys):
     # written for (B, T, C) only: the page's example, rows of shape (2, 4), raises in it; the table stays
-    status, out, _ = judge("layernorm", LAYERNORM_FOR_3D_ROWS_ONLY, tmp_path, capsys)
+    status, out, _ = judged_file("layernorm", LAYERNORM_FOR_3D_ROWS_ONLY, tmp_path, capsys)
     assert status == 1 and failing(out) == {("layernorm_backward", "x")}
     assert (f"the page's worked example (docs/02-layernorm.md) raised ValueError: not enough values to unpack "
-            f"(expected 3, got 2), in yours at {tmp_path / 'layernorm.py'}, line 7: B, T, C = dout.shape") in out
+            f"(expected 3, got 2), in yours at {tmp_path / '03_layernorm.py'}, line 7: B, T, C = dout.shape") in out
 
 
 def test_a_wrong_forward_sets_the_pages_numbers_beside_yours(tmp_path, capsys):
-    _, out, _ = judge("layernorm", LAYERNORM_EPS_OUTSIDE_THE_ROOT, tmp_path, capsys)
+    _, out, _ = judged_file("layernorm", LAYERNORM_EPS_OUTSIDE_THE_ROOT, tmp_path, capsys)
     assert "the page's worked example (docs/02-layernorm.md), yours beside the page's:" in out
     # the two differ by 4e-6, hidden at 4 decimals: the rows that differ are shown to 10
     assert re.search(r"out row 1 +yours \[-0\.99999\d+ .*\]   the page's \[-0\.99999\d+ .*\]   <- differs", out)
 
 
 def test_clipping_is_caught_between_max_norm_and_twice_it(tmp_path, capsys):
-    _, out, _ = judge("clip_grad_norm", CLIPPING_AT_TWICE_MAX_NORM, tmp_path, capsys)
+    _, out, _ = judged_file("clip_grad_norm", CLIPPING_AT_TWICE_MAX_NORM, tmp_path, capsys)
     assert "yours [0.9, 1.2], the project's [0.6, 0.8]" in out
     assert table_rows(out)["clip_grad_norm", "norm 5 (max 1)"] == "pass"  # the page's example alone misses it
 
 
 def test_a_broadcasting_mistake_shows_the_learners_line_first_and_no_frame_of_the_judge(tmp_path, capsys):
-    status, out, err = judge("softmax", SOFTMAX_WITHOUT_KEEPDIMS, tmp_path, capsys)
+    status, out, err = judged_file("softmax", SOFTMAX_WITHOUT_KEEPDIMS, tmp_path, capsys)
     assert status == 1 and out == ""
     lines = err.splitlines()
     assert lines[0] == "Traceback (most recent call last), your lines:"
-    assert lines[1] == f'  File "{tmp_path / "softmax.py"}", line 6, in softmax_backward'
-    assert "gradcheck.py" not in err
+    assert lines[1] == f'  File "{judge.exercise_file(tmp_path, "softmax")}", line 6, in softmax_backward'
+    assert "gradcheck.py" not in err and "judge.py" not in err
     assert lines[-1].startswith("ValueError: operands could not be broadcast together with shapes (2,3,5) (2,3)")
 
 
@@ -506,11 +517,11 @@ def test_a_forward_written_before_its_backward_is_judged_alone(tmp_path, capsys)
                                             "def gelu_backward(dout, cache):  # (...) -> (...)\n"
                                             "    raise NotImplementedError  # your code, in place of this line\n\n\n"
                                             "def unused(dout, cache):\n")
-    status, out, err = judge("gelu", source, tmp_path, capsys)
+    status, out, err = judged_file("gelu", source, tmp_path, capsys)
     assert status == 1
     assert {function for function, _ in table_rows(out)} == {"gelu_forward"} and not failing(out)
-    assert err.strip() == (f"{tmp_path / 'gelu.py'}: gelu_backward is not written yet (it raises NotImplementedError): "
-                           f"write its body, then run this again")
+    assert err.strip() == (f"{judge.exercise_file(tmp_path, 'gelu')}: gelu_backward is not written yet (it raises "
+                           f"NotImplementedError): write its body, then run this again")
 
 
 def test_written_tells_a_stub_from_a_body():
@@ -524,42 +535,62 @@ def test_written_tells_a_stub_from_a_body():
     def stub_with_a_message(x):
         raise NotImplementedError("later")
 
-    assert not gradcheck.written(stub) and not gradcheck.written(stub_with_a_message)
-    assert gradcheck.written(body) and gradcheck.written(gradcheck.written)
+    assert not judge.written(stub) and not judge.written(stub_with_a_message)
+    assert judge.written(body) and judge.written(judge.written)
 
 
 def test_a_missing_file_or_function_is_one_line(tmp_path, capsys):
-    assert gradcheck.main(["--exercise", "gelu", "--exercises-dir", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == (f"gradcheck.py: there is no {tmp_path / 'gelu.py'}; "
-                                       f"`git checkout exercises/gelu.py` brings back its stub\n")
-    assert gradcheck.main(["--exercise", "gelu", "--track", "derive", "--exercises-dir", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.endswith("`git checkout exercises/derive/gelu.py` brings back its stub\n")
-    status, _, err = judge("gelu", "def gelu_forward(x):\n    return x\n", tmp_path, capsys)
+    assert judge.main(["gelu", "--exercises-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"judge.py: there is no {tmp_path / '06_gelu.py'}; "
+                                       f"`git checkout exercises/guided/06_gelu.py` brings back its stub\n")
+    assert judge.main(["gelu", "--track", "derive", "--exercises-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.endswith("`git checkout exercises/derive/06_gelu.py` brings back its stub\n")
+    status, _, err = judged_file("gelu", "def gelu_forward(x):\n    return x\n", tmp_path, capsys)
     assert status == 2
-    assert err == (f"gradcheck.py: {tmp_path / 'gelu.py'} defines no gelu_backward: write `def gelu_backward` "
+    assert err == (f"judge.py: {tmp_path / '06_gelu.py'} defines no gelu_backward: write `def gelu_backward` "
                    f"with the stub's signature\n")
-    status, _, err = judge("adamw", "def step(self, params, grads, lr):\n    pass\n", tmp_path, capsys)
+    status, _, err = judged_file("adamw", "def step(self, params, grads, lr):\n    pass\n", tmp_path, capsys)
     assert status == 2 and "write `class Adam:` with `def step`" in err
 
 
-def test_the_command_line():
-    def run(*args):
-        result = subprocess.run([sys.executable, "gradcheck.py", *args], cwd=REPO, capture_output=True, text=True,
-                                timeout=60)
-        return result.returncode, result.stdout, result.stderr
+def test_a_copy_of_the_files_from_before_they_were_numbered_is_read_too(tmp_path, capsys):
+    (tmp_path / "gelu.py").write_text(project_source("gelu"), encoding="utf-8")
+    assert judge.exercise_file(tmp_path, "gelu") == tmp_path / "gelu.py"
+    assert judge.main(["gelu", "--exercises-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("right; compare with the project's own in transformer.py")
 
-    status, out, _ = run("--exercise", "--track", "derive")
+
+def run_command(command, *args, cwd=REPO):
+    """(exit status, stdout, stderr) of `python command args` in a fresh interpreter, run from cwd."""
+    result = subprocess.run([sys.executable, command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_the_command_line():
+    status, out, _ = run_command("exercises/judge.py", "--track", "derive")
     listed = [line.split() for line in out.splitlines() if re.match(r"^ +\d+  ", line)]
     assert status == 0 and [row[1] for row in listed] == ORDER
-    assert [row[2] for row in listed] == [f"exercises/derive/{name}.py" for name in ORDER]
+    assert [row[2] for row in listed] == [f"exercises/derive/{n:02d}_{name}.py" for n, name in enumerate(ORDER, 1)]
     assert listed[2][3:] == ["docs/02-layernorm.md", "layernorm_forward,", "layernorm_backward"]
-    assert run("--exercise", "gelu", "--track", "guess")[0] == 2
-    for args, message in ((["--exercise", "mlps"], "gradcheck.py: no exercise 'mlps'; the exercises are: embedding, "),
-                          (["--bogus"], "gradcheck.py: unrecognized arguments: --bogus (see --help)"),
-                          (["gelu", "--track", "derive"],
-                           "gradcheck.py: --track and --exercises-dir go with --exercise")):
-        status, out, err = run(*args)
+    assert run_command("exercises/judge.py", "gelu", "--track", "guess")[0] == 2
+    for args, message in ((["mlps"], "judge.py: no exercise 'mlps'; the exercises are: embedding, "),
+                          (["--bogus"], "judge.py: unrecognized arguments: --bogus (see --help)")):
+        status, out, err = run_command("exercises/judge.py", *args)
         assert (status, out, err.count("\n")) == (2, "", 1) and err.startswith(message), err
+
+
+def test_the_judge_runs_from_inside_exercises_too_without_an_install():
+    status, _, err = run_command("judge.py", "gelu", "--track", "derive", cwd=REPO / "exercises")
+    assert (status, err) == (1, "exercises/derive/06_gelu.py: gelu_forward and gelu_backward are not written yet "
+                                "(each raises NotImplementedError): write their bodies, gelu_forward first, then run "
+                                "this again\n")
+
+
+def test_gradchecks_old_exercise_option_says_the_new_command_in_one_line():
+    status, out, err = run_command("gradcheck.py", "--exercise", "gelu", "--track", "derive")
+    assert (status, out) == (2, "")
+    assert err == ("gradcheck.py: the exercises have a command of their own: python exercises/judge.py gelu "
+                   "--track derive\n")
 
 
 # --- the page, docs/exercises.md ----------------------------------------------------------------------------
@@ -574,7 +605,7 @@ def rounding_masked(text):
 
 
 def page_table(out):
-    """What the page shows of gradcheck's output: every line after the table's column header."""
+    """What the page shows of the judge's output: every line after the table's column header."""
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[1:3] == ["function", "tensor"])
     return "\n".join(lines[at + 1:]).strip("\n")
@@ -593,14 +624,14 @@ ON_THE_PAGE = ["embedding with += on repeated ids", "linear, db over one axis",
 @pytest.mark.parametrize("mistake", ON_THE_PAGE)
 def test_the_page_shows_the_table_each_mistake_gives(mistake, tmp_path, capsys):
     name, source, *_ = MISTAKES[mistake]
-    _, out, _ = judge(name, source, tmp_path, capsys)
+    _, out, _ = judged_file(name, source, tmp_path, capsys)
     table = rounding_masked(page_table(out))
     assert table in rounding_masked(PAGE.read_text(encoding="utf-8")), \
         f"docs/exercises.md should show, for {mistake}:\n{table}"
 
 
 def test_the_page_shows_the_table_a_right_layer_norm_gets(filled, capsys):
-    assert gradcheck.main(["--exercise", "layernorm", "--exercises-dir", str(filled)]) == 0
+    assert judge.main(["layernorm", "--exercises-dir", str(filled)]) == 0
     table = rounding_masked(page_table(capsys.readouterr().out).split("\n\n")[0])
     assert table in rounding_masked(PAGE.read_text(encoding="utf-8"))
 
@@ -617,7 +648,7 @@ def test_the_page_lists_the_exercises_in_order_with_their_times_and_pages():
     rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.*?) \| (.*?) \| (\d+) min \| (\d+) min \|$", text, re.M)
     assert [row[1] for row in rows] == ORDER and [int(row[0]) for row in rows] == list(range(1, 16))
     for number, name, _, read_first, _, _ in rows:
-        page = Path(gradcheck.EXERCISE_PAGES[name]).name
+        page = Path(judge.EXERCISES[name].page).name
         assert f"]({page})" in read_first, f"exercise {number} should name {page}"
     guided, derive = (sum(int(row[column]) for row in rows) for column in (4, 5))
     total = re.search(r"\| all fifteen \| (\d+) h (\d+) min \| (\d+) h (\d+) min \|", text)
@@ -637,18 +668,18 @@ def test_the_page_says_what_a_right_backward_gets():
     assert max(errors[layer][tensor] for layer in errors for tensor in errors[layer] if tensor.endswith("bk")) < 1e-15
 
 
-@pytest.mark.parametrize("function", gradcheck.PAGE_EXAMPLES)
+@pytest.mark.parametrize("function", judge.PAGE_EXAMPLES)
 def test_each_worked_example_the_judge_runs_is_a_test_and_a_page_of_the_project(function):
-    page, test, run = gradcheck.PAGE_EXAMPLES[function]
+    page, test, run = judge.PAGE_EXAMPLES[function]
     path, name = test.split("::")
     assert f"def {name}(" in (REPO / path).read_text(encoding="utf-8")
     assert f"Example: {test}" in (REPO / page).read_text(encoding="utf-8"), f"{page} shows no example of {test}"
-    assert run(getattr(gradcheck.tf, function))  # the project's own numbers, the ones the page shows
+    assert run(getattr(judge.tf, function))  # the project's own numbers, the ones the page shows
 
 
 def test_the_judge_refuses_to_judge_once_a_learners_function_has_taken_the_projects_place(filled, monkeypatch):
     # it would compare the learner's function with itself: train.py --exercises judges first, then replaces
-    learners = gradcheck.learners_function(filled / "layernorm.py", "layernorm_forward")
-    monkeypatch.setattr(gradcheck.tf, "layernorm_forward", learners)
+    learners = judge.learners_function(judge.exercise_file(filled, "layernorm"), "layernorm_forward")
+    monkeypatch.setattr(judge.tf, "layernorm_forward", learners)
     with pytest.raises(AssertionError, match="before putting them in the project's place: transformer.layernorm_forward"):
-        gradcheck.judge_exercise("gelu", filled)
+        judge.judge_exercise("gelu", filled)

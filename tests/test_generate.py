@@ -14,10 +14,10 @@ import pytest
 
 from conftest import REPO, greedy_text, run_main, run_script
 from engineering import checkpoint
-import generate
+import transformer
 import lab
 from engineering import prompting
-from generate import Sampling, filtered_probs, sample_next
+from transformer import Sampling, filtered_probs, sample_next
 from tokenizer import BPETokenizer, StreamDecoder
 from transformer import flat_buffer, forward_cached, init_params
 
@@ -138,9 +138,9 @@ GREEDY = Sampling(0, 0, 1.0)
 
 def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
     calls = []
-    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one(calls))
+    monkeypatch.setattr(transformer, "forward_cached", next_is_last_plus_one(calls))
     prompt = [3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0]  # 12 ids: longer than the window and than context_len 8
-    new = list(generate.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0), use_cache=False))
+    new = list(transformer.generate(None, tiny_cfg, prompt, 5, 3, GREEDY, np.random.default_rng(0), use_cache=False))
     assert new == [1, 2, 3, 4, 5]
     seen = prompt + new
     assert calls == [seen[len(prompt) + i - 3: len(prompt) + i] for i in range(5)]
@@ -148,15 +148,15 @@ def test_only_the_last_window_ids_reach_the_model(tiny_cfg, monkeypatch):
 
 def test_ids_are_yielded_as_they_are_drawn(tiny_cfg, monkeypatch):
     calls = []
-    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one(calls))
-    new_ids = generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0), use_cache=False)
+    monkeypatch.setattr(transformer, "forward_cached", next_is_last_plus_one(calls))
+    new_ids = transformer.generate(None, tiny_cfg, [0], 10, 4, GREEDY, np.random.default_rng(0), use_cache=False)
     assert next(new_ids) == 1 and len(calls) == 1
 
 
 def test_the_cache_gives_the_same_tokens_as_reading_the_whole_window(tiny_cfg, tiny_params):
     sampling = Sampling(1.0, 0, 1.0)  # sampled, so any difference in the logits could change a draw
     for prompt, window in [([3], 8), ([1, 2, 3, 4, 5, 6, 0, 1, 2, 3], 5), ([6, 5], 2)]:
-        cached, uncached = (list(generate.generate(tiny_params, tiny_cfg, prompt, 25, window, sampling,
+        cached, uncached = (list(transformer.generate(tiny_params, tiny_cfg, prompt, 25, window, sampling,
                                                    np.random.default_rng(9), use_cache=use_cache))
                             for use_cache in (True, False))
         assert cached == uncached, (prompt, window)
@@ -168,8 +168,8 @@ def test_the_cache_feeds_one_id_a_step_until_the_window_slides(tiny_cfg, tiny_pa
     def spy(params, ids, cfg, past=None):
         calls.append((len(ids), 0 if past is None else past[0][0].shape[2]))  # (ids read, positions cached)
         return forward_cached(params, ids, cfg, past)
-    monkeypatch.setattr(generate, "forward_cached", spy)
-    list(generate.generate(tiny_params, tiny_cfg, [1, 2], 6, 4, GREEDY, np.random.default_rng(0)))
+    monkeypatch.setattr(transformer, "forward_cached", spy)
+    list(transformer.generate(tiny_params, tiny_cfg, [1, 2], 6, 4, GREEDY, np.random.default_rng(0)))
     # the prompt's 2 ids; then 1 id after 2, then after 3 cached; then the window of 4 slides
     assert calls == [(2, 0), (1, 2), (1, 3), (4, 0), (4, 0), (4, 0)]
 
@@ -177,25 +177,25 @@ def test_the_cache_feeds_one_id_a_step_until_the_window_slides(tiny_cfg, tiny_pa
 @pytest.mark.parametrize("max_new_tokens", [0, 1, 7, 30])
 def test_max_new_tokens_is_the_length_without_a_stop(tiny_cfg, tiny_params, max_new_tokens):
     prompt = [1, 2]
-    new = list(generate.generate(tiny_params, tiny_cfg, prompt, max_new_tokens, tiny_cfg.context_len,
+    new = list(transformer.generate(tiny_params, tiny_cfg, prompt, max_new_tokens, tiny_cfg.context_len,
                                  Sampling(1.0, 0, 1.0), np.random.default_rng(0)))
     assert len(new) == max_new_tokens
     assert all(0 <= i < tiny_cfg.vocab_size for i in new)
 
 
 def test_stop_id_ends_the_continuation_after_yielding_it(tiny_cfg, monkeypatch):
-    monkeypatch.setattr(generate, "forward_cached", next_is_last_plus_one([]))
+    monkeypatch.setattr(transformer, "forward_cached", next_is_last_plus_one([]))
     rng = np.random.default_rng(0)
-    assert list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3, use_cache=False)) == [1, 2, 3]
-    assert len(list(generate.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, use_cache=False))) == 10
+    assert list(transformer.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, stop_id=3, use_cache=False)) == [1, 2, 3]
+    assert len(list(transformer.generate(None, tiny_cfg, [0], 10, 4, GREEDY, rng, use_cache=False))) == 10
 
 
 def test_an_empty_prompt_or_a_window_beyond_context_len_raises(tiny_cfg, tiny_params):
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="prompt is empty"):
-        list(generate.generate(tiny_params, tiny_cfg, [], 5, 4, GREEDY, rng))
+        list(transformer.generate(tiny_params, tiny_cfg, [], 5, 4, GREEDY, rng))
     with pytest.raises(AssertionError, match="window must be in 1..8"):  # the scripts refuse it first, in one line
-        list(generate.generate(tiny_params, tiny_cfg, [1], 5, 9, GREEDY, rng))
+        list(transformer.generate(tiny_params, tiny_cfg, [1], 5, 9, GREEDY, rng))
 
 
 # --- where a reply ends -------------------------------------------------------------------------
@@ -319,10 +319,10 @@ def test_the_first_draw_keeps_to_first_allowed(tiny_cfg, tiny_params):
     allowed = np.zeros(tiny_cfg.vocab_size, dtype=bool)
     allowed[[2, 5]] = True
     hot = Sampling(2.0, 0, 1.0)
-    firsts = {next(generate.generate(tiny_params, tiny_cfg, [1, 3], 3, 8, hot, np.random.default_rng(seed),
+    firsts = {next(transformer.generate(tiny_params, tiny_cfg, [1, 3], 3, 8, hot, np.random.default_rng(seed),
                                      first_allowed=allowed)) for seed in range(40)}
     assert firsts == {2, 5}
-    later = {list(generate.generate(tiny_params, tiny_cfg, [1, 3], 2, 8, hot, np.random.default_rng(seed),
+    later = {list(transformer.generate(tiny_params, tiny_cfg, [1, 3], 2, 8, hot, np.random.default_rng(seed),
                                     first_allowed=allowed))[1] for seed in range(40)}
     assert len(later - {2, 5}) > 0  # only the first draw is held to it
 
@@ -465,8 +465,9 @@ def test_laid_out_for_decoding_draws_the_tokens_of_the_packed_parameters(tiny_cf
     params = init_params(tiny_cfg, np.random.default_rng(4), dtype)
     laid_out = prompting.laid_out_for_decoding(params)
     sampling = Sampling(1.0, 0, 1.0)  # sampled, so a difference in the logits could change a draw
-    packed_ids, laid_out_ids = (list(generate.generate(weights, tiny_cfg, [1, 2, 3], 30, tiny_cfg.context_len, sampling,
-                                                       np.random.default_rng(5))) for weights in (params, laid_out))
+    packed_ids, laid_out_ids = (list(transformer.generate(weights, tiny_cfg, [1, 2, 3], 30, tiny_cfg.context_len,
+                                                          sampling, np.random.default_rng(5)))
+                                for weights in (params, laid_out))
     assert packed_ids == laid_out_ids
     packed_logits, laid_out_logits = (forward_cached(weights, [1, 2, 3, 4], tiny_cfg)[0] for weights in (params, laid_out))
     # the same sums, added in another order: equal to a few roundings of the dtype

@@ -28,7 +28,6 @@ from engineering import checkpoint  # noqa: E402
 import config  # noqa: E402
 from tokenizer import END_OF_TEXT, PRE_SPLIT, ByteLevelBPE, byte_stand_ins, merge_pair  # noqa: E402
 from engineering import settings as project_settings  # noqa: E402
-import generate  # noqa: E402
 from engineering import gpt2  # noqa: E402
 from engineering import prompting  # noqa: E402
 import train  # noqa: E402
@@ -36,7 +35,7 @@ import transformer  # noqa: E402
 from engineering.corpus import read_corpus, token_lengths  # noqa: E402
 from engineering.errors import InputError  # noqa: E402
 
-Sampling = generate.Sampling  # imported through generate, wherever it is defined
+Sampling = transformer.Sampling
 
 TRAINING_TEXT = """Hello world! It's the cat's hat; we'll see, they've said, I'm here and you'd know.
 Numbers: 1234567 and 3.14159, 2024-06-01, 10,000.   Runs   of    spaces   and\ttabs.
@@ -223,7 +222,7 @@ def test_greedy_generation_follows_the_reference(small_gpt2, tokenizer):
     folder, sizes, tensors = small_gpt2
     params, cfg, _ = gpt2.load(folder)
     prompt = tokenizer.encode("Hello world")
-    new = list(generate.generate(params, cfg, prompt, 10, cfg.context_len, Sampling(0.0, 0, 1.0),
+    new = list(transformer.generate(params, cfg, prompt, 10, cfg.context_len, Sampling(0.0, 0, 1.0),
                                  np.random.default_rng(0)))
     expected = list(prompt)
     for _ in range(10):
@@ -434,7 +433,7 @@ def drawn(folder, prompt, max_new_tokens, sampling, seed):
     the whole context_len as the window, the prompt's last tokens taken back (prompting.heal_prompt)."""
     model = checkpoint.load(folder)
     prompt_ids, first_allowed = prompting.heal_prompt(model.tokenizer, model.tokenizer.encode(prompt))
-    new_ids = generate.generate(model.params, model.cfg, prompt_ids, max_new_tokens, model.cfg.context_len, sampling,
+    new_ids = transformer.generate(model.params, model.cfg, prompt_ids, max_new_tokens, model.cfg.context_len, sampling,
                                 np.random.default_rng(seed), first_allowed=first_allowed)
     return prompt_ids, list(new_ids)
 
@@ -612,7 +611,7 @@ def test_greedy_generation_matches_transformers(small_gpt2, tokenizer):
     with torch.no_grad():
         expected = model.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False, use_cache=True,
                                   pad_token_id=0)[0, len(prompt):].tolist()
-    ours = list(generate.generate(params, cfg, prompt, 12, cfg.context_len, Sampling(0.0, 0, 1.0),
+    ours = list(transformer.generate(params, cfg, prompt, 12, cfg.context_len, Sampling(0.0, 0, 1.0),
                                   np.random.default_rng(0)))
     assert ours == expected
 

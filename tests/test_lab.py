@@ -32,7 +32,7 @@ import transformer
 from engineering import checkpoint, lab_models, lab_server, run_log, runs
 from conftest import tiny_play
 from engineering.errors import InputError
-from generate import Sampling, filtered_probs, generate
+from transformer import Sampling, filtered_probs, generate
 from tokenizer import END_OF_TEXT, byte_stand_ins
 from transformer import ModelConfig, cross_entropy_forward, forward, init_params, loss_and_grads, pack, softmax
 

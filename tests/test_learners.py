@@ -12,15 +12,14 @@ import numpy as np
 import pytest
 
 from conftest import run_main, tiny_args
-import gradcheck
 import lab
 import train
 import transformer
-from engineering import checkpoint, learners, prompting
-from generate import Sampling
+from engineering import checkpoint, judge, learners, prompting
+from transformer import Sampling
 
-EVERY = [dotted for functions in gradcheck.EXERCISE_FUNCTIONS.values() for dotted in functions]
-NAMES = {dotted.rsplit(".", 1)[1] for dotted in EVERY}  # "step" for "train.Adam.step"
+EVERY = [dotted for exercise in judge.EXERCISES.values() for dotted in exercise.functions]
+NAMES = {dotted.rsplit(".", 1)[1] for dotted in EVERY}  # "step" for "transformer.Adam.step"
 
 
 def project_function(dotted):
@@ -53,19 +52,20 @@ def names_read(code):
     return found
 
 
-def write_exercises(folder, names=tuple(gradcheck.EXERCISE_FUNCTIONS), edits=None):
-    """folder/NAME.py for each exercise of names, every function filled with the project's body (edits: {"module.
+def write_exercises(folder, names=tuple(judge.EXERCISES), edits=None):
+    """folder/NN_NAME.py for each exercise of names, every function filled with the project's body (edits: {"module.
     function": a change to its source}), what they read of the project imported at the top; folder, made with its
     parents, as exercises/derive/ is laid out."""
     folder.mkdir(parents=True, exist_ok=True)
     for exercise in names:
-        functions = gradcheck.EXERCISE_FUNCTIONS[exercise]
+        functions = judge.EXERCISES[exercise].functions
         sources, imported = zip(*(filled(dotted, (edits or {}).get(dotted)) for dotted in functions))
         defined = {dotted.split(".")[1] for dotted in functions}
         imports = {name: module for reads in imported for name, module in reads.items() if name not in defined}
         lines = [f"from {module} import {', '.join(sorted(n for n, m in imports.items() if m == module))}"
                  for module in sorted(set(imports.values()))]
-        (folder / f"{exercise}.py").write_text("\n".join(lines) + "\n\n\n" + "\n\n".join(sources), encoding="utf-8")
+        judge.exercise_file(folder, exercise).write_text("\n".join(lines) + "\n\n\n" + "\n\n".join(sources),
+                                                         encoding="utf-8")
     return folder
 
 
@@ -89,12 +89,12 @@ def changed_since(before):
 
 
 def approved(monkeypatch, judged):
-    """gradcheck's judge replaced by one that passes every exercise and records its name in judged: the judge's own
+    """The judge replaced by one that passes every exercise and records its name in judged: the judge's own
     verdicts are tests/test_exercises.py's; here, what the scripts do with the functions it passes."""
-    def judge(name, folder, track):
+    def passes(name, folder, track):
         judged.append(name)
         return 0
-    monkeypatch.setattr(gradcheck, "judge_exercise", judge)
+    monkeypatch.setattr(judge, "judge_exercise", passes)
 
 
 class Ran:
@@ -121,16 +121,16 @@ def params_of(home, name):
 # --- which functions are the learner's --------------------------------------------------------------------------
 
 def test_a_function_is_the_learners_once_its_body_is_more_than_the_stubs_raise(tmp_path):
-    (tmp_path / "layernorm.py").write_text(
+    (tmp_path / "03_layernorm.py").write_text(
         'def layernorm_forward(x, gain, shift, eps):\n    """the stub\'s docstring"""\n'
         "    raise NotImplementedError\n\n"
         "def layernorm_backward(dout, cache):\n    xhat, rstd, gain = cache\n    raise NotImplementedError\n")
-    (tmp_path / "softmax.py").write_text('def softmax(x):\n    raise NotImplementedError("yours")\n')
-    (tmp_path / "adamw.py").write_text("class Adam:\n    def step(self, params, grads, lr):\n        self.t += 1\n")
-    found = learners.read_exercises(tmp_path, gradcheck.EXERCISE_FUNCTIONS, gradcheck.is_stub)
-    assert found == [learners.Exercise("layernorm", tmp_path / "layernorm.py", ("transformer.layernorm_backward",),
-                                       ("transformer.layernorm_forward",)),
-                     learners.Exercise("adamw", tmp_path / "adamw.py", ("train.Adam.step",), ())]
+    (tmp_path / "04_softmax.py").write_text('def softmax(x):\n    raise NotImplementedError("yours")\n')
+    (tmp_path / "13_adamw.py").write_text("class Adam:\n    def step(self, params, grads, lr):\n        self.t += 1\n")
+    found = learners.read_exercises(tmp_path)
+    assert found == [learners.Attempt("layernorm", tmp_path / "03_layernorm.py", ("transformer.layernorm_backward",),
+                                      ("transformer.layernorm_forward",)),
+                     learners.Attempt("adamw", tmp_path / "13_adamw.py", ("transformer.Adam.step",), ())]
 
 
 def test_each_written_function_is_the_learners_under_every_name_the_project_and_the_learner_call_it_by(tmp_path,
@@ -138,15 +138,16 @@ def test_each_written_function_is_the_learners_under_every_name_the_project_and_
     folder = write_exercises(tmp_path / "derive", ["layernorm", "block", "model", "adamw"])
     approved(monkeypatch, [])
     args = argparse.Namespace(exercises="derive", exercises_dir=str(folder), even_if_wrong=False)
-    with learners.in_place(args, gradcheck):
-        assert transformer.layernorm_forward.__code__.co_filename == str(folder / "layernorm.py")
+    with learners.in_place(args):
+        assert transformer.layernorm_forward.__code__.co_filename == str(folder / "03_layernorm.py")
         # the learner's block imported layernorm_forward from transformer: their own, once written
         assert transformer.block_forward.__globals__["layernorm_forward"] is transformer.layernorm_forward
-        assert train.loss_and_grads.__code__.co_filename == str(folder / "model.py")  # train.py imported it by name
+        assert train.loss_and_grads.__code__.co_filename == str(folder / "10_model.py")  # train.py imported it by name
         assert lab.forward is transformer.forward and lab.layernorm_forward is transformer.layernorm_forward
-        assert train.Adam.step.__code__.co_filename == str(folder / "adamw.py")
+        assert transformer.Adam.step.__code__.co_filename == str(folder / "13_adamw.py")
+        assert train.Adam is transformer.Adam  # one class, whose method is the learner's
     assert transformer.layernorm_forward.__code__.co_filename == transformer.__file__
-    assert train.Adam.step.__code__.co_filename == train.__file__
+    assert transformer.Adam.step.__code__.co_filename == transformer.__file__
 
 
 # --- train.py --exercises ---------------------------------------------------------------------------------------
@@ -154,8 +155,8 @@ def test_each_written_function_is_the_learners_under_every_name_the_project_and_
 def test_training_the_learners_gpt_ends_where_the_projects_run_ends_and_runs_their_functions(tmp_path, corpus,
                                                                                              monkeypatch):
     folder = write_exercises(tmp_path / "exercises" / "derive")
-    judged, judge = [], gradcheck.judge_exercise  # the real judge, its verdicts recorded: each must pass
-    monkeypatch.setattr(gradcheck, "judge_exercise", lambda *asked: judged.append((asked[0], judge(*asked))) or 0)
+    judged, real = [], judge.judge_exercise  # the real judge, its verdicts recorded: each must pass
+    monkeypatch.setattr(judge, "judge_exercise", lambda *asked: judged.append((asked[0], real(*asked))) or 0)
     before = bindings()
     plain = run_main("train.py", *tiny_args(tmp_path / "plain", corpus), "--name", "plain")
     assert plain.returncode == 0, plain.stderr
@@ -163,7 +164,7 @@ def test_training_the_learners_gpt_ends_where_the_projects_run_ends_and_runs_the
         yours = run_main("train.py", *tiny_args(tmp_path / "yours", corpus), "--name", "yours",
                          "--exercises", "derive", "--exercises-dir", folder)
     assert yours.returncode == 0, yours.stderr
-    assert judged == [(name, 0) for name in gradcheck.EXERCISE_FUNCTIONS]  # each judged right, before any step
+    assert judged == [(name, 0) for name in judge.EXERCISES]  # each judged right, before any step
     assert ran.calls == NAMES  # every one of them ran, the BPE's too
     assert f"({len(EVERY)} of {len(EVERY)})" in yours.stderr and "still the project's: none" in yours.stderr
     expected, got = params_of(tmp_path / "plain", "plain"), params_of(tmp_path / "yours", "yours")
@@ -185,7 +186,7 @@ def test_a_wrong_backward_is_named_before_training_and_the_run_does_not_start(tm
                       "--exercises-dir", folder)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
-        f"error: gradcheck.py does not pass your layernorm (wrong: python gradcheck.py --exercise layernorm --track "
+        f"error: exercises/judge.py does not pass your layernorm (wrong: python exercises/judge.py layernorm --track "
         f"derive --exercises-dir {folder}). Fix it, or add --even-if-wrong to use it all the same"]
     assert not (tmp_path / "home").exists()  # no run was started
     assert not changed_since(before)
@@ -198,7 +199,7 @@ def test_even_if_wrong_trains_with_the_wrong_backward_and_says_it_is_wrong(tmp_p
         result = run_main("train.py", *tiny_args(tmp_path / "home", corpus), "--exercises", "derive",
                           "--exercises-dir", folder, "--even-if-wrong", "--name", "wrong")
     assert result.returncode == 0, result.stderr
-    assert "warning: gradcheck.py does not pass your layernorm (wrong: " in result.stderr
+    assert "warning: exercises/judge.py does not pass your layernorm (wrong: " in result.stderr
     assert "yours, from " in result.stderr and "(2 of " in result.stderr
     assert ran.calls == {"layernorm_forward", "layernorm_backward"}
     assert (tmp_path / "home" / "runs" / "wrong" / "model.npz").is_file()
@@ -214,7 +215,7 @@ def test_a_folder_with_nothing_written_leaves_every_function_the_projects(tmp_pa
 
 
 def test_a_run_with_the_learners_functions_keeps_to_their_process(tmp_path, corpus):
-    folder = write_exercises(tmp_path / "derive", ["linear"])  # judged by gradcheck.py itself
+    folder = write_exercises(tmp_path / "derive", ["linear"])  # judged by the judge itself
     with Ran(folder) as ran:
         result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", "2",
                           "--exercises", "derive", "--exercises-dir", folder, "--name", "one")
@@ -262,7 +263,7 @@ def test_the_lab_looks_inside_a_model_computed_by_the_learners_functions(tmp_pat
     args.window = 0
     model = prompting.load_for_sampling(args, str(tiny_checkpoint), decoding=False)
     plain = lab.look(model, "the cat sat", Sampling(1.0, 0, 1.0))
-    with learners.in_place(args, gradcheck), Ran(folder) as ran:
+    with learners.in_place(args), Ran(folder) as ran:
         yours = lab.look(model, "the cat sat", Sampling(1.0, 0, 1.0))
     assert ran.calls == {"block_forward"}  # in forward (the attention maps) and in the logit lens
     assert yours["attention"] == plain["attention"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import config
-from train import Adam, clip_grad_norm, lr_schedule
+from transformer import CHUNK, Adam, clip_grad_norm, lr_schedule
 from transformer import flat_buffer, loss_and_grads, pack, zeros_like
 
 
@@ -134,9 +134,8 @@ def test_defaults_are_those_of_config_and_the_decay_group_has_the_parameters_dty
 def test_adamw_in_chunks_is_the_update_over_the_whole_vector():
     """Adam.step runs over CHUNK numbers at a time; over several chunks and a shorter last one it gives
     the numbers of the equations written over the whole vector at once, bit for bit."""
-    import train
     rng = np.random.default_rng(0)
-    shapes = {"table": (3, train.CHUNK // 2 + 5), "matrix": (train.CHUNK // 3, 2), "bias": (7,)}
+    shapes = {"table": (3, CHUNK // 2 + 5), "matrix": (CHUNK // 3, 2), "bias": (7,)}
     params = pack({name: rng.standard_normal(shape) for name, shape in shapes.items()})
     expected = {name: p.copy() for name, p in params.items()}
     opt, beta1, beta2, eps, decay, lr = Adam(params), 0.9, 0.999, 1e-8, 0.01, 1e-2
@@ -154,7 +153,7 @@ def test_adamw_in_chunks_is_the_update_over_the_whole_vector():
         expected = {name: view.copy() for name, view in zip(shapes, np.split(flat, np.cumsum(
             [np.prod(s) for s in shapes.values()])[:-1]))}
         expected = {name: expected[name].reshape(shapes[name]) for name in shapes}
-    assert flat_buffer(params).size > 2 * train.CHUNK
+    assert flat_buffer(params).size > 2 * CHUNK
     for name in shapes:
         assert np.array_equal(params[name], expected[name]), name
 
@@ -163,7 +162,6 @@ def test_adamw_makes_no_array_the_size_of_the_model():
     """Its temporaries are a few chunks, and the decay's one matrix: an update of a 16 MB model of four
     4 MB matrices allocates well under the model's size (at GPT-2 124M: 154 MB at most, of 650)."""
     import tracemalloc
-    import train
     shapes = {f"W{i}": (1000, 500) for i in range(4)} | {"b": (500,)}
     params = pack({name: np.ones(shape) for name, shape in shapes.items()})
     opt = Adam(params)
@@ -175,5 +173,5 @@ def test_adamw_makes_no_array_the_size_of_the_model():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    largest, chunk_bytes = params["W0"].nbytes, train.CHUNK * 8  # float64
+    largest, chunk_bytes = params["W0"].nbytes, CHUNK * 8  # float64
     assert peak <= largest + 6 * chunk_bytes < flat_buffer(params).nbytes / 2, (peak, largest)

@@ -27,7 +27,7 @@ def test_the_default_runs_figures_are_those_it_prints():
     s = p.settings(p.parse([]))
     corpus = read_corpus(SAMPLE_CORPUS, s.corpus_column, s.max_rows, s.val_fraction, s.seed)
     params, cfg, tokenizer = train.start_model(corpus, s)
-    inputs, _, _ = train.prepare_data(corpus, tokenizer, s)
+    inputs = train.prepare_data(corpus, tokenizer, s).inputs
     steps_per_epoch = -(-len(inputs) // s.batch_size)
     parameters = sum(p.size for p in params.values())
     _, total_rows, _ = read_rows(SAMPLE_CORPUS, s.corpus_column, 0)

@@ -82,15 +82,16 @@ def test_citations_become_links_to_their_line_outside_code(hook):
 
 def test_citations_in_fenced_code_stay_text(hook):
     page = type("Page", (), {"file": type("File", (), {"src_uri": "01-x.md"})()})()
-    first, last = def_lines("train.py", "clip_grad_norm")
-    _, returned = def_lines("train.py", "lr_schedule")  # its last line, a return
-    code = (REPO / "train.py").read_text(encoding="utf-8").splitlines()[returned - 1]
-    markdown = (f"see train.py::clip_grad_norm\n\ntrain.py::lr_schedule\n```python\n{code}\n```\n\n"
-                f"```python\nx = 1  # train.py::lr_schedule\n```\n")
+    first, last = def_lines("transformer.py", "clip_grad_norm")
+    _, returned = def_lines("transformer.py", "lr_schedule")  # its last line, a return
+    code = (REPO / "transformer.py").read_text(encoding="utf-8").splitlines()[returned - 1]
+    markdown = (f"see transformer.py::clip_grad_norm\n\ntransformer.py::lr_schedule\n```python\n{code}\n```\n\n"
+                f"```python\nx = 1  # transformer.py::lr_schedule\n```\n")
     assert hook.on_page_markdown(markdown, page, None, None) == (
-        f'see [train.py:{first}-{last}](source/train.py.md?lines={first}-{last}#L{first} "clip_grad_norm in train.py")'
-        f'{{.citation}}\n\n[train.py:{returned}](source/train.py.md#L{returned} "lr_schedule in train.py"){{.citation}}'
-        f"\n```python\n{code}\n```\n\n```python\nx = 1  # train.py::lr_schedule\n```\n")
+        f'see [transformer.py:{first}-{last}](source/transformer.py.md?lines={first}-{last}#L{first} '
+        f'"clip_grad_norm in transformer.py"){{.citation}}\n\n[transformer.py:{returned}](source/transformer.py.md'
+        f'#L{returned} "lr_schedule in transformer.py"){{.citation}}'
+        f"\n```python\n{code}\n```\n\n```python\nx = 1  # transformer.py::lr_schedule\n```\n")
 
 
 def test_a_citation_that_does_not_resolve_stays_text_and_is_a_warning(hook, caplog):

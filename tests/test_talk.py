@@ -15,8 +15,8 @@ import pytest
 
 from conftest import greedy_text, run_main, run_script, tiny_corpus_rows
 from engineering import checkpoint
-import generate
 from engineering import prompting
+import transformer
 import talk
 
 BANNER_LINES = 2  # the line about the model and the hint
@@ -127,8 +127,8 @@ def test_exact_continues_the_prompts_tokens_as_they_are(tiny_checkpoint):
     learned ('the cat sat on ...'); with --exact it continues after 'at', where it ends the row at once."""
     model = checkpoint.load(tiny_checkpoint)
     ids = model.tokenizer.encode("the cat")
-    greedy = generate.Sampling(0, 0, 1.0)
-    new_ids = generate.generate(model.params, model.cfg, ids, 30, 8, greedy, np.random.default_rng(0))
+    greedy = transformer.Sampling(0, 0, 1.0)
+    new_ids = transformer.generate(model.params, model.cfg, ids, 30, 8, greedy, np.random.default_rng(0))
     exact_row = model.tokenizer.decode(ids + list(new_ids)).partition("\n")[0]
     healed_row = greedy_row(tiny_checkpoint, "the cat", 30)
     assert exact_row != healed_row  # so that the two tell healing from none
@@ -443,7 +443,7 @@ def test_ctrl_c_during_a_continuation_returns_to_the_prompt(tiny_checkpoint, mon
         yield sat[1]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(generate, "generate", interrupted_generate)
+    monkeypatch.setattr(prompting, "generate", interrupted_generate)
     monkeypatch.setattr(sys, "stdin", io.StringIO("the cat\n/settings\n"))
     monkeypatch.setattr(sys, "stdout", stdout)
     talk.main(["--checkpoint", str(tiny_checkpoint)])

@@ -104,7 +104,7 @@ def test_a_whole_txt_file_round_trips_through_its_tokenizer(tmp_path):
     s = tiny_settings(tmp_path, path, num_merges=80)
     corpus = read(path, s)
     _, _, tokenizer = train.start_model(corpus, s)
-    _, _, val_stream = train.prepare_data(corpus, tokenizer, s)
+    val_stream = train.prepare_data(corpus, tokenizer, s).val_stream
     ids = tokenizer.encode(read_text(path))
     assert tokenizer.decode(ids) == text
     assert tokenizer.decode(list(val_stream)) == corpus.val_text  # the held-out ids, exactly its text

@@ -17,7 +17,7 @@ import pytest
 
 import config
 from engineering.errors import run_script
-from generate import Sampling, filtered_probs
+from transformer import Sampling, filtered_probs
 from test_examples_layers import EPS, identity_attention_params, layernorm_example
 from test_examples_model import residual_block
 from test_transformer import DX0, POS_EMB, TOK_EMB
