@@ -344,7 +344,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def version_number(version):
-    """(major, minor) of an HTTP version that http.server's parser took. Example: version_number("HTTP/0.9") -> (0, 9)"""
+    """(major, minor) of an HTTP version that http.server's parser took.
+
+    Example: version_number("HTTP/0.9") -> (0, 9)
+    """
     major, minor = version.split("/", 1)[1].split(".")
     return int(major), int(minor)
 

@@ -763,6 +763,24 @@ def test_a_run_chosen_saved_again_damaged_or_deleted_while_shown_is_said_on_the_
         assert lab_served.post("/api/look", {"text": TEXT, "run": "never"})[0] == 404
 
 
+@pytest.mark.parametrize("damage", ["[" * 200_000, '{"steps": 1' + "0" * 5000 + "}"],
+                         ids=["nested 200,000 deep", "an integer of 5,001 digits"])
+def test_a_run_whose_model_json_is_damaged_is_listed_as_damaged_and_the_others_as_before(play, tmp_path, damage):
+    """The review's: such a model.json made /api/runs answer 500 at every poll of the page."""
+    home = tmp_path / "home"
+    shutil.copytree(play.folder, home / "runs" / "mine")
+    shutil.copytree(play.folder, home / "runs" / "bad")
+    (home / "runs" / "bad" / "model.json").write_text(damage)
+    with serving(checkpoint.load(home / "runs" / "mine"), home) as lab_served:
+        status, listing = lab_served.request("GET", "/api/runs")
+        assert status == 200, listing
+        listed = {run["name"]: run for run in listing["runs"]}
+        assert listed["bad"]["state"] == "DAMAGED" and "model.json is damaged (not valid JSON" in listed["bad"]["damaged"]
+        assert listed["mine"]["state"] == "finished"
+        status, refused = lab_served.post("/api/look", {"text": TEXT, "run": "bad"})
+        assert status == 400 and "model.json is damaged" in refused["error"]
+
+
 # --- the command line ---------------------------------------------------------------------------------------------
 
 def test_help_says_the_port_and_bad_options_are_one_line(capsys, play):
