@@ -25,7 +25,7 @@ import numpy as np
 
 from engineering import gpt2, tokenizer_files
 from engineering.errors import InputError
-from engineering.files import publish_staged, read_json, removed_on_failure, temporary_name, write_staged
+from engineering.files import parse_json, publish_staged, read_json, removed_on_failure, temporary_name, write_staged
 from engineering.wording import removal
 from transformer import ModelConfig, pack, param_shapes
 
@@ -129,7 +129,7 @@ def current_record(folder, record, named):
     names exactly the files now in place, and is the one to read. Anything else: the record itself."""
     staged = temporary_name(folder / record)
     try:
-        description = json.loads(staged.read_bytes())
+        description = parse_json(staged.read_bytes().decode("utf-8"))
         if all(sha256_of(folder / name) == description[key] for name, key in named.items()):
             return staged
     except (OSError, ValueError, KeyError, TypeError):

@@ -24,7 +24,7 @@ from engineering import checkpoint, runs
 from engineering.errors import InputError, os_reason, os_remedy, stdout_to_nowhere
 from engineering.files import removed_on_failure, temporary_name, write_atomically
 from engineering.parallel import DataParallel, processes_for
-from engineering.wording import duration, home_option
+from engineering.wording import as_path, duration, home_option
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
@@ -108,7 +108,7 @@ def resume_command(folder):
     its folder, written as a path, for a run moved out of its home."""
     home = runs.home_of(folder)
     return f"python train.py --resume {Path(folder).name}{home_option(home)}" if home else \
-        f"python train.py --resume {folder}"
+        f"python train.py --resume {as_path(folder)}"
 
 
 def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget=None):

@@ -4,7 +4,7 @@ Training's home folder (checkpoints/) holds a folder for each run, runs/<its nam
 model (checkpoint.py's three files), its resume state and its losses. A run is named by
 `train.py --name`, or by its UTC start time and its corpus (20261201-0230-sample); talk.py,
 generate.py, lab.py and `train.py --resume` find it by that name, or by the start of it, among the
-runs alone: a folder is read as a folder only where it is written as a path (written_as_path), and
+runs alone: a folder is read as a folder only where it is written as a path (wording.written_as_path), and
 `--remove` removes nothing but a run. Without a name, talk.py and generate.py read the latest
 finished run (default_run); nothing is copied anywhere, so no run ever replaces another's model.
 """
@@ -25,7 +25,7 @@ from engineering import checkpoint, gpt2
 from engineering.errors import InputError, os_reason, os_remedy, shortened
 from engineering.files import temporary_name
 from engineering.settings import given, replaced
-from engineering.wording import plural, removal
+from engineering.wording import plural, removal, written_as_path
 
 
 # --- names and folders ------------------------------------------------------------------------
@@ -90,15 +90,6 @@ def new_run_folder(home, name, given):
 
 # the files a --checkpoint value may name for the folder that holds them: a run's model, or a GPT-2's
 MODEL_FILE_NAMES = ("model.json", *checkpoint.MODEL_FILES, *gpt2.FILES)
-
-
-def written_as_path(value):
-    """Whether a --checkpoint or --resume value is a path rather than a run's name: it holds a /, or starts with . or
-    ~. A bare name is a run's, even where the current folder holds a folder of that name.
-
-    Example: written_as_path("gpt2/") -> True; written_as_path("./gpt2") -> True; written_as_path("gpt2") -> False
-    """
-    return "/" in value or os.sep in value or value.startswith((".", "~"))
 
 
 def find(value, home):

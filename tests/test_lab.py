@@ -518,7 +518,7 @@ def test_the_connections_answered_at_once_are_at_most_max_threads(play, monkeypa
         for connection in connections:
             answers += answers_in(connection.makefile("rb").read())
             connection.close()
-    assert [answer.status for answer in answers] == [408] * 6 and most[0] == 2
+    assert [answer.status for answer in answers] == [408] * 6 and most[0] <= 2
 
 
 def test_fifty_connections_at_once_are_held_until_the_lab_answers_them_all(play):

@@ -878,7 +878,9 @@ def test_a_bare_name_is_a_runs_and_a_folder_is_read_where_it_is_written_as_a_pat
                                                    f"./gpt2;")):
         runs.find("gpt2", home)
     assert runs.find("gpt2/", home) == Path("gpt2")
-    assert runs.written_as_path("gpt2/") and runs.written_as_path("./gpt2") and not runs.written_as_path("gpt2")
+    assert wording.written_as_path("gpt2/") and wording.written_as_path("./gpt2") and not wording.written_as_path("gpt2")
+    assert wording.talk_command(Path("done")) == "python talk.py --checkpoint ./done"  # a run moved here, as a path
+    assert run_log.resume_command(Path("done")) == "python train.py --resume ./done"
 
 
 def test_a_folder_in_runs_that_holds_no_run_is_not_removed(home):
@@ -909,6 +911,7 @@ def test_a_run_whose_model_json_is_nested_deep_or_holds_a_huge_integer_blocks_no
     bad = home / "runs" / "bad"
     shutil.copytree(home / "runs" / "done", bad)
     (bad / "model.json").write_text(damage)
+    (bad / ".model.json.tmp").write_text(damage)  # and the record of a save that a kill stopped before its renames
     listed = run_main("train.py", "--list", "--checkpoint", home)
     assert listed.returncode == 0 and re.search(r"^ +bad +.* DAMAGED", listed.stdout, re.M), listed.stdout
     assert f"bad is damaged: {bad}/model.json is damaged (not valid JSON: " in listed.stdout
