@@ -293,8 +293,10 @@ def runs_table(home):
                   f"whole model"]
     lines += [f"{run.folder.name} is damaged: {run.damaged}" for run in runs if run.damaged]
     lines += [f"{run.folder.name} cannot resume: {run.resume_damaged}" for run in runs if run.resume_damaged]
-    lines += [f"{run.folder.name} has no model yet: if no training is writing to it, {removal(home, run.folder.name)} "
-              f"frees its name" for run in runs if run.state() == "no model yet"]
+    empty = [run.folder for run in runs if run.state() == "no model yet"]
+    lines += [f"{folder.name} has no model yet: if no training is writing to it, {removal(home, folder.name)} frees "
+              f"its name" if not foreign_files(folder) else f"{folder.name} is not a run's folder: it holds what no "
+              f"training writes, and --remove leaves it" for folder in empty]
     lines += [f"{removal(home, 'NAME')} removes a run, its folder and every file in it"]
     return "\n".join([f"runs in {home}/runs/, the last saved first (* is what talk.py reads without --checkpoint: "
                       f"the latest finished run)", *lines])
@@ -345,18 +347,25 @@ def asked_to_remove(said, confirmed):
 
 
 def check_is_run(folder, home):
-    """Raise InputError unless folder is a run's, so that --remove never deletes a folder that someone put into
-    runs/: it holds a run's record (model.json or resume.json, or one under its temporary name), or, a run killed
-    before its first save, nothing but what a training writes."""
-    names = {path.name for path in folder.iterdir()}
+    """Raise InputError unless folder is a run's (foreign_files), so that --remove never deletes a folder that
+    someone put into runs/."""
+    others = foreign_files(folder)
+    if others:
+        raise InputError(f"{folder.absolute()}/ is in {home}/runs/ but is not a run's folder: it holds no model.json "
+                         f"or resume.json, and holds what no training writes ({', '.join(map(shortened, others[:3]))});"
+                         f" nothing was removed: delete it yourself if it is not wanted")
+
+
+def foreign_files(folder):
+    """What makes folder not a run's, none where it is one: a run's folder holds a run's record (model.json or
+    resume.json, or one under its temporary name), or, a run killed before its first save, nothing but what a
+    training writes."""
+    names = {path.name for path in Path(folder).iterdir()}
     records = {name for record in ("model.json", "resume.json") for name in (record, temporary_name(record).name)}
-    others = sorted(name for name in names if name not in RUN_FILES and not (name.startswith(".") and
-                                                                             name.endswith(".tmp")))
-    if names & records or not others:
-        return
-    raise InputError(f"{folder.absolute()}/ is in {home}/runs/ but is not a run's folder: it holds no model.json or "
-                     f"resume.json, and holds what no training writes ({', '.join(map(shortened, others[:3]))}); "
-                     f"nothing was removed: delete it yourself if it is not wanted")
+    if names & records:
+        return []
+    return sorted(name for name in names if name not in RUN_FILES and not (name.startswith(".") and
+                                                                          name.endswith(".tmp")))
 
 
 def restarts(run):

@@ -891,6 +891,8 @@ def test_a_folder_in_runs_that_holds_no_run_is_not_removed(home):
     assert f"{notes}/ is in {home}/runs/ but is not a run's folder: it holds no model.json or resume.json, and " \
            f"holds what no training writes (notes.txt); nothing was removed" in refused
     assert (notes / "notes.txt").read_text() == "precious\n"
+    assert "mynotes is not a run's folder: it holds what no training writes, and --remove leaves it" in \
+        runs.runs_table(home)
 
 
 def test_a_run_that_is_a_link_loses_its_link_and_its_folder_stays(home, tmp_path):
