@@ -15,6 +15,7 @@ a missing model is told to train one, a damaged file to be restored or its run d
 
 import hashlib
 import json
+import math
 import os
 import zipfile
 from dataclasses import dataclass, fields
@@ -24,7 +25,7 @@ import numpy as np
 
 from engineering import gpt2, tokenizer_files
 from engineering.errors import InputError
-from engineering.files import publish_staged, read_json, temporary_name, write_staged
+from engineering.files import parse_json, publish_staged, read_json, removed_on_failure, temporary_name, write_staged
 from engineering.wording import removal
 from transformer import ModelConfig, pack, param_shapes
 
@@ -55,8 +56,7 @@ def write_npz_staged(path, arrays):  # -> the sha256 of the file written
     path's temporary name, flushed to disk; publish_staged renames it onto path. Each array streams into
     the file in pieces, so a resume state (three copies of the model: 1.9 GB at GPT-2 124M) is never
     held in memory a second time."""
-    staged = temporary_name(path)
-    with open(staged, "wb") as f:
+    with removed_on_failure(temporary_name(path)) as staged, open(staged, "wb") as f:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as archive:
             for name, array in arrays.items():
                 member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
@@ -72,13 +72,45 @@ def json_bytes(obj):
     return (json.dumps(obj, indent=1) + "\n").encode("utf-8")
 
 
-def read_npz(path):
-    """Named arrays of an .npz file, in stored order, never unpickling; InputError if unreadable."""
+def read_npz(path, expected, described="model.json"):
+    """Named arrays of an .npz file, in stored order, never unpickling, once the header of each is checked against
+    expected (name -> shape, in order: what the run's record, described, says it holds) and the bytes they ask for
+    against the file's (check_weights): no array is read, and no memory asked for one, before every header is.
+    InputError where the file is damaged."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            names = [member.filename.removesuffix(".npy") for member in members]
+            if len(set(names)) < len(names):
+                raise damaged(path, "it holds two arrays of one name")
+            check_weights({name: array_header(archive, member) for name, member in zip(names, members)}, expected,
+                          path, described)
+            arrays = {name: read_array(archive, member) for name, member in zip(names, members)}
+    except InputError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, NotImplementedError) as err:
         raise damaged(path, f"not a readable weights file: {err}") from None
+    for name, array in arrays.items():
+        if not np.all(np.isfinite(array)):
+            raise damaged(path, f"{name} is not finite numbers")
+    return arrays
+
+
+def array_header(archive, member):
+    """(shape, dtype) that the header of an .npy member of an archive says, read alone, with NumPy's reader."""
+    with archive.open(member) as stream:
+        version = np.lib.format.read_magic(stream)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read_header is None:
+            raise ValueError(f"{member.filename} has a header of version {version}, which arrays of numbers do not")
+        shape, _, dtype = read_header(stream)
+    return shape, dtype
+
+
+def read_array(archive, member):
+    with archive.open(member) as stream:
+        return np.lib.format.read_array(stream, allow_pickle=False)
 
 
 def read_record(path):
@@ -97,12 +129,23 @@ def current_record(folder, record, named):
     names exactly the files now in place, and is the one to read. Anything else: the record itself."""
     staged = temporary_name(folder / record)
     try:
-        description = json.loads(staged.read_bytes())
+        description = parse_json(staged.read_bytes().decode("utf-8"))
         if all(sha256_of(folder / name) == description[key] for name, key in named.items()):
             return staged
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no such record, or one that a kill cut short before any rename: the files in place stand
     return folder / record
+
+
+def remove_stale_temporaries(folder):
+    """Delete what the saves that a kill stopped left under temporary names (files.write_staged: .model.npz.tmp, ...),
+    all but a record that names the files in place (current_record), which the next save renames: done where the
+    run's lock is held, by the run's next start, or by a listing where no training holds it."""
+    folder = Path(folder)
+    kept = {current_record(folder, "model.json", MODEL_FILES), current_record(folder, "resume.json", RESUME_FILES)}
+    for path in folder.glob(".*.tmp"):
+        if path not in kept:
+            path.unlink(missing_ok=True)
 
 
 def complete_interrupted_save(folder, record, named):
@@ -133,19 +176,23 @@ def save_model(folder, params, cfg, tokenizer, meta):
     publish_staged([folder / "model.npz", folder / "model.tok.json", folder / "model.json"])
 
 
-def check_weights(arrays, cfg, path):
-    """Raise InputError unless the arrays are exactly this model's parameters, finite, in order."""
-    expected = param_shapes(cfg)
+def check_weights(arrays, expected, path, described="model.json"):
+    """Raise InputError unless the headers of an .npz's arrays (name -> (shape, dtype)) are exactly the arrays
+    expected (name -> shape; described: what says so), in order, of float32 or float64, asking for no more bytes
+    than the file holds (its arrays are stored, not compressed): checked before any array is read."""
     if list(arrays) != list(expected):
         missing = [name for name in expected if name not in arrays]
         raise damaged(path, f"it does not hold this model's parameters"
                             f"{f' (missing {missing[:3]})' if missing else ' in the canonical order'}")
     for name, shape in expected.items():
-        array = arrays[name]
-        if array.shape != shape:
-            raise damaged(path, f"{name} has shape {array.shape}, model.json says {shape}")
-        if array.dtype not in (np.float32, np.float64) or not np.all(np.isfinite(array)):
-            raise damaged(path, f"{name} is not finite float32/float64 numbers")
+        stored, dtype = arrays[name]
+        if stored != shape:
+            raise damaged(path, f"{name} has shape {stored}, {described} says {shape}")
+        if dtype not in (np.float32, np.float64):
+            raise damaged(path, f"{name} is not float32/float64 numbers")
+    asked, held = sum(math.prod(shape) * dtype.itemsize for shape, dtype in arrays.values()), Path(path).stat().st_size
+    if asked > held:
+        raise damaged(path, f"its headers ask for {asked:,} bytes of numbers, and the file holds {held:,}")
 
 
 def corpus_kind(meta):
@@ -209,8 +256,9 @@ def load(folder):
         cfg = ModelConfig(**meta["model"])
     except (KeyError, TypeError, ValueError) as err:
         raise damaged(folder / "model.json", f"it describes no valid model: {err}") from None
-    arrays = read_npz(folder / "model.npz")
-    check_weights(arrays, cfg, folder / "model.npz")
+    if cfg.num_layers > (folder / "model.npz").stat().st_size:  # each block holds numbers; listing more would not end
+        raise damaged(folder / "model.json", f"it describes {cfg.num_layers:,} blocks, more than model.npz holds bytes")
+    arrays = read_npz(folder / "model.npz", param_shapes(cfg))
     tokenizer = tokenizer_files.load(folder / "model.tok.json")
     if tokenizer.vocab_size != cfg.vocab_size:
         raise damaged(folder / "model.tok.json", f"it has {tokenizer.vocab_size} tokens, the model {cfg.vocab_size}")
@@ -230,17 +278,58 @@ def save_resume_state(folder, params, opt_state, progress):
 
 
 def check_resume_files(folder):
-    """The contents of resume.json, once resume.npz is there and is the file it was saved with; FileNotFoundError
+    """The contents of resume.json, once it is this project's, every field a resume reads is there, of its type
+    and in its range (check_progress), and resume.npz is there and is the file it was saved with; FileNotFoundError
     where the run has no resume state yet, InputError naming the file that is damaged."""
     record = current_record(Path(folder), "resume.json", RESUME_FILES)
     if not record.is_file():
         raise FileNotFoundError(record)
     progress = read_record(record)
+    if not isinstance(progress, dict) or progress.get("format") != FORMAT + "-resume" \
+            or progress.get("version") != VERSION:
+        raise InputError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
+    check_progress(progress, record)
     if not (Path(folder) / "resume.npz").is_file():
         raise damaged(Path(folder) / "resume.npz", "it is missing")
-    if not isinstance(progress, dict) or sha256_of(Path(folder) / "resume.npz") != progress.get("resume_sha256"):
+    if sha256_of(Path(folder) / "resume.npz") != progress.get("resume_sha256"):
         raise damaged(Path(folder) / "resume.npz", "it does not match resume.json")
     return progress
+
+
+PROGRESS = {"step": int, "total_steps": int, "adam_t": int, "done": bool, "settings": dict, "corpus_sha256": str,
+            "step_losses": list, "history": list}  # the fields of resume.json a resume reads, and their types
+TYPES_SAID = {int: "a whole number", bool: "true or false", dict: "an object", str: "a text", list: "a list"}
+
+
+def check_progress(progress, path):
+    """Raise InputError naming resume.json (path) unless each field a resume and the listing read is there, of its
+    type (a JSON true is no number here), and in its range: the step from 0 to the run's steps, a finite loss for
+    each step, and the history's validations at steps in order, each with its finite losses."""
+    for key, kind in PROGRESS.items():
+        if type(progress.get(key)) is not kind:
+            said = "missing" if key not in progress else f"not {TYPES_SAID[kind]}"
+            raise damaged(path, f'its "{key}" is {said}')
+    step, total = progress["step"], progress["total_steps"]
+    if not 0 <= step <= total or total < 1 or progress["adam_t"] < 0:
+        raise damaged(path, f"its step ({step}), steps ({total}) or AdamW's step count ({progress['adam_t']}) is "
+                            f"out of range")
+    if len(progress["step_losses"]) != step or not all(map(is_finite_number, progress["step_losses"])):
+        raise damaged(path, f'its "step_losses" are not {step:,} numbers, one for each step taken')
+    if not is_history(progress["history"], step):
+        raise damaged(path, f'its "history" is not validations at steps 1 to {step:,} in order, each with its losses')
+
+
+def is_history(history, step):
+    """Whether history is a run's validations up to step: entries at steps rising from 1, each with its losses."""
+    if not all(isinstance(entry, dict) and type(entry.get("step")) is int for entry in history):
+        return False
+    steps = [entry["step"] for entry in history]
+    return steps == sorted(set(steps)) and all(1 <= at <= step for at in steps) and all(
+        is_finite_number(entry.get(key)) for entry in history for key in ("train_loss", "val_loss", "val_bpc"))
+
+
+def is_finite_number(value):
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def read_progress(folder):
@@ -249,20 +338,19 @@ def read_progress(folder):
 
 
 def load_resume_state(folder, cfg):
-    """(params, optimizer state, progress) saved by save_resume_state; InputError if unusable."""
+    """(params, optimizer state, progress) saved by save_resume_state, every file checked (check_resume_files, and
+    resume.npz's headers against the model cfg before any array is read); None where the run saved no state to
+    resume from (it saved its model only: a full disk, or a kill, at its first save); InputError if unusable."""
     folder = Path(folder)
-    record = current_record(folder, "resume.json", RESUME_FILES)
-    if not record.is_file() or not (folder / "resume.npz").is_file():
-        raise InputError(f"nothing to resume in {folder}/ (no resume.json and resume.npz); "
-                         f"start a new run without --resume")
-    progress = read_record(record)
-    if not isinstance(progress, dict) or progress.get("format") != FORMAT + "-resume" \
-            or progress.get("version") != VERSION:
-        raise InputError(f"{folder}/resume.json is not a numpy-gpt resume state; start a new run without --resume")
-    if sha256_of(folder / "resume.npz") != progress.get("resume_sha256"):
-        raise damaged(folder / "resume.npz", "it does not match resume.json")
-    arrays = read_npz(folder / "resume.npz")
+    try:
+        progress = check_resume_files(folder)
+    except FileNotFoundError:
+        return None
+    shapes = param_shapes(cfg)
+    numbers = sum(math.prod(shape) for shape in shapes.values())
+    expected = {**{f"param.{name}": shape for name, shape in shapes.items()},
+                "adam.m": (numbers,), "adam.v": (numbers,)}  # AdamW's moments: one number for each parameter
+    arrays = read_npz(folder / "resume.npz", expected, "the model resumed")
     weights = {name[len("param."):]: a for name, a in arrays.items() if name.startswith("param.")}
-    check_weights(weights, cfg, folder / "resume.npz")
     opt_state = {"m": arrays["adam.m"], "v": arrays["adam.v"], "t": progress["adam_t"]}
     return pack(weights), opt_state, progress

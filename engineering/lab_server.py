@@ -13,19 +13,24 @@ machine from becoming a door into it (the models it answers with are engineering
 - GET serves the page's own files, read once from engineering/lab/ under fixed names: no path a request names is
   ever opened, and any other path is 404.
 - Every request is answered, and every refusal is a 4xx and {"error": "one line"}: a malformed request saying what to
-  send (408 where it stops coming), a person's bad input (InputError) with its message. What a request sends is read
-  defensively: a length of at most LENGTH_DIGITS digits, JSON at most MAX_DEPTH deep, numbers compared before any
-  float is made of them. Only a bug in the code (a learner's broken backward) is a 500: its traceback printed here,
-  one line answered, and the server goes on.
+  send (408 where it has not come whole within TIMEOUT), a person's bad input (InputError) with its message. What a
+  request sends is read defensively, in time that grows with its length alone: a length of at most LENGTH_DIGITS
+  digits, JSON at most MAX_DEPTH deep (files.json_nesting), numbers compared before any float is made of them. Only a
+  bug in the code (a learner's broken backward) is a 500: its traceback printed here, one line answered, and the
+  server goes on.
+- HTTP/1.1: requests sent one after another on a connection (pipelined) are each answered, in order; a refusal
+  closes the connection after it, saying so (Connection: close), since what follows a refused request cannot be
+  trusted to start the next. HTTP/0.9, which has no status line and no headers to answer with, is refused.
+- Each connection has a thread of its own, at most MAX_THREADS at once: the next waits in the kernel's backlog.
 - One API call at a time (LabServer.computing): a look or a learn keeps every core busy already, and a GPT-2
   backward holds gigabytes, so two at once would only share the cores and double the memory.
 """
 
 import errno
 import http.server
+import io
 import ipaddress
 import json
-import re
 import socket
 import sys
 import threading
@@ -35,11 +40,13 @@ from http import HTTPStatus
 from pathlib import Path
 
 from engineering.errors import InputError
+from engineering.files import json_nesting
 
 MAX_BODY = 64 * 1024  # bytes of a request's body: a text of thousands of tokens fits many times over
 DRAIN = 1024 * 1024  # bytes still read after an answer, so that it reaches a client still sending what was refused
 LINGER = 2  # seconds a connection is read from after its answer, at most
-TIMEOUT = 30  # seconds a connection may leave the server waiting for the rest of its request; then it is told 408
+TIMEOUT = 30  # seconds a request may take to come whole, from when the lab waits for it; then it is told 408
+MAX_THREADS = 32  # connections answered at once, a thread each; a browser opens 6 to a site
 LENGTH_DIGITS = 9  # digits of a Content-Length read: 999,999,999 bytes, far past MAX_BODY, and int() stays quick
 MAX_DEPTH = 4  # arrays and objects nested in a body: the API's are one object of texts and numbers
 BACKLOG = 64  # connections the kernel holds while the lab answers others: socketserver's 5 reset a burst of 20
@@ -128,14 +135,55 @@ def one_line(text, most=300):
     return text if len(text) <= most else text[:most - 3] + "..."
 
 
+class RequestClock(io.RawIOBase):
+    """A connection's bytes, read against one deadline for the whole of each request rather than a timeout for each
+    read: a request that trickles in a byte at a time is as late as one that stopped coming, and is told 408."""
+
+    def __init__(self, connection):
+        super().__init__()
+        self.connection, self.deadline, self.received = connection, time.monotonic(), 0
+
+    def start(self, seconds):
+        """The next request must come whole within seconds from now; received counts its bytes read since."""
+        self.deadline, self.received = time.monotonic() + seconds, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's time is up")
+        self.connection.settimeout(left)
+        try:
+            count = self.connection.recv_into(buffer)
+        except ConnectionResetError:  # the client is gone: its connection ends, as where it closed it
+            return 0
+        self.received += count
+        return count
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "numpy-gpt-lab"
     sys_version = ""
+    protocol_version = "HTTP/1.1"  # a connection answers each request sent on it, pipelined ones in order
     default_request_version = "HTTP/1.0"  # a request without a version still gets a status line, not a bare body
 
     def setup(self):
-        self.timeout = TIMEOUT  # read here, so that a test can shorten it
         super().setup()
+        self.rfile.close()  # http.server's reader, whose timeout is for each read: the request's clock reads instead
+        self.clock = RequestClock(self.connection)
+        self.rfile = io.BufferedReader(self.clock)
+
+    def handle_one_request(self):
+        """http.server's reading and answering of one request, with a request line that began to come but was not
+        whole within TIMEOUT answered 408 (http.server closes the connection without a word)."""
+        self.clock.start(TIMEOUT)  # TIMEOUT read here, so that a test can shorten it
+        self.answered = False
+        super().handle_one_request()
+        if self.clock.received and not self.answered and time.monotonic() >= self.clock.deadline:
+            self.command, self.requestline, self.request_version = None, "", self.default_request_version
+            self.send_error(408, f"the request line was not whole within {TIMEOUT} s: send the request whole")
 
     def do_GET(self):
         self.answer("GET")
@@ -214,8 +262,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             data = self.rfile.read(length)
         except TimeoutError:
-            raise RequestError(408, f"the body stopped coming for {TIMEOUT} s before its Content-Length: send it "
-                                    f"whole") from None
+            raise RequestError(408, f"the body was not whole within {TIMEOUT} s: send it whole, as long as its "
+                                    f"Content-Length says") from None
         except OSError:  # the client reset the connection: the answer goes as far as it can
             data = b""
         if len(data) < length:
@@ -224,7 +272,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        if text is None or nesting(text) > MAX_DEPTH:
+        if text is None or json_nesting(text) > MAX_DEPTH:
             raise RequestError(400, f'send one JSON object of UTF-8 text, nested at most {MAX_DEPTH} deep, such as '
                                     f'{{"text": "The cat sat"}}')
         try:
@@ -240,9 +288,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   "application/json")
 
     def send(self, status, body, content_type):
+        """Answer with status, body and the HEADERS; the connection is closed after a refusal, and after a request
+        whose body is left unread (what follows it is no request of its own), and says so (Connection: close)."""
+        self.close_connection = self.close_connection or status >= 400 or self.body_left_unread()
+        closing = {"Connection": "close"} if self.close_connection else {}
+        self.answered = True
         try:
+            self.connection.settimeout(TIMEOUT)  # an answer has TIMEOUT of its own to be taken
             self.send_response(status)
-            for name, value in {"Content-Type": content_type, "Content-Length": str(len(body)), **HEADERS}.items():
+            for name, value in {"Content-Type": content_type, "Content-Length": str(len(body)), **HEADERS,
+                                **closing}.items():
                 self.send_header(name, value)
             self.end_headers()
             if self.command != "HEAD":  # an answer to HEAD has headers only
@@ -250,16 +305,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except OSError:  # the page left before its answer came, or stopped reading it: nothing to tell it
             self.close_connection = True
 
+    def body_left_unread(self):
+        """Whether the request sent a body that was not read: only a POST's is (json_body), and only whole."""
+        headers = getattr(self, "headers", None) or {}  # none where the request line itself was refused
+        length = (headers.get("Content-Length") or "0").strip()
+        return self.command != "POST" and (length != "0" or headers.get("Transfer-Encoding") is not None)
+
     def parse_request(self):
-        """http.server's reading of the request line and headers, with the two requests it leaves unanswered
-        answered: a request line of spaces only, and headers that stop coming for TIMEOUT."""
+        """http.server's reading of the request line and headers, with the requests it leaves unanswered answered: a
+        request line of spaces only, headers that are not whole within TIMEOUT, and HTTP/0.9, which it answers
+        with a bare body (no status line, no headers)."""
         try:
             parsed = super().parse_request()
         except TimeoutError:
-            self.send_error(408, f"the headers stopped coming for {TIMEOUT} s: send the request whole")
+            self.send_error(408, f"the headers were not whole within {TIMEOUT} s: send the request whole")
             return False
         if not parsed and not self.requestline.split():
             self.send_error(400, "send a request line, such as GET / HTTP/1.1")
+        if parsed and version_number(self.request_version) < (1, 0):
+            sent, self.request_version = self.request_version, self.default_request_version  # a refusal with a status
+            self.send_error(400, f"the lab answers HTTP/1.0 and HTTP/1.1, not {sent}: send the request line as "
+                                 f"GET / HTTP/1.1")
+            return False
         return parsed
 
     def send_error(self, code, message=None, explain=None):
@@ -276,21 +343,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass  # one line per request would bury what matters in the terminal: a bug's traceback
 
 
+def version_number(version):
+    """(major, minor) of an HTTP version that http.server's parser took.
+
+    Example: version_number("HTTP/0.9") -> (0, 9)
+    """
+    major, minor = version.split("/", 1)[1].split(".")
+    return int(major), int(minor)
+
+
 def refuse_constant(name):
     raise ValueError(f"{name} is not a number JSON has")
-
-
-def nesting(text):
-    """How deep a JSON text's arrays and objects nest, brackets inside its strings not counted: read before
-    json.loads, which takes hundreds of levels (and whose value, printed in a message, would recurse as deep).
-
-    Example: nesting('{"a": [1, "]["], "b": {}}') -> 2
-    """
-    depth = deepest = 0
-    for bracket in re.findall(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', '""', text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
 
 
 class LabServer(http.server.ThreadingHTTPServer):
@@ -301,11 +364,27 @@ class LabServer(http.server.ThreadingHTTPServer):
         """address: (an ipaddress address, a port); named: the --host it was resolved from, a Host it may be sent."""
         self.address_family = socket.AF_INET6 if address[0].version == 6 else socket.AF_INET
         super().__init__((str(address[0]), address[1]), Handler)
-        self.api, self.computing = api, threading.Lock()
+        self.api, self.computing, self.threads = api, threading.Lock(), threading.BoundedSemaphore(MAX_THREADS)
         self.static = {path: ((PAGE / name).read_bytes(), kind) for path, (name, kind) in STATIC.items()}
         host = f"[{address[0]}]" if address[0].version == 6 else str(address[0])
         self.url = f"http://{host}:{self.server_port}/"
         self.hosts = {f"{name}:{self.server_port}" for name in (*LOCAL, host, named.lower())}
+
+    def process_request(self, request, client_address):
+        """A thread for the connection, once fewer than MAX_THREADS answer others: until then the lab accepts no other
+        connection, and the kernel holds them (BACKLOG)."""
+        self.threads.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: none will give its place back
+            self.threads.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.threads.release()
 
     def shutdown_request(self, request):
         """Close a connection after its answer without losing the answer: say that it is whole (SHUT_WR), then read

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from engineering import checkpoint, runs
-from engineering.errors import InputError, stdout_to_nowhere
-from engineering.files import write_atomically
+from engineering.errors import InputError, os_reason, os_remedy, stdout_to_nowhere
+from engineering.files import removed_on_failure, temporary_name, write_atomically
 from engineering.parallel import DataParallel, processes_for
-from engineering.wording import duration, home_option
+from engineering.wording import as_path, duration, home_option
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
@@ -43,6 +43,8 @@ class Run:
     started: float = field(default_factory=time.perf_counter)
     said_no_plot: bool = False  # that losses.png cannot be drawn, said once a run
     budget: object = None  # --minutes: the run's time (planner.Budget); None where it has no limit
+    model_step: int = None  # the step of the model in its folder, None before the first is saved
+    state_step: int = None  # the step of the state to resume from in its folder, None before the first is saved
 
     def best(self):
         return min(self.history, key=lambda entry: entry["val_loss"]) if self.history else None
@@ -66,10 +68,47 @@ class Run:
         """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
         progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(settings),
                     "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
-        checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
-        if not write_losses(self.folder, self.step_losses, self.history) and not self.said_no_plot:
+        with self.saving():
+            checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
+            self.state_step = self.step
+            drawn = write_losses(self.folder, self.step_losses, self.history)
+        if not drawn and not self.said_no_plot:
             print_out(NO_PLOT)
             self.said_no_plot = True
+
+    @contextlib.contextmanager
+    def saving(self):
+        """Around a save: an error of the system (a full disk, a folder made read-only) becomes one line that says
+        what is wrong, what of the run is kept, and what to do (an InputError); the save's temporary files are
+        deleted already (files.removed_on_failure)."""
+        try:
+            yield
+        except OSError as err:
+            raise InputError(f"{os_reason(err)}, so the save at step {self.step:,} failed: {self.what_is_kept()}; "
+                             f"{os_remedy(err)}, and {self.what_to_do()}") from None
+
+    def what_is_kept(self):
+        if self.model_step is None and self.state_step is None:
+            return "it was the run's first save, so nothing of the run is kept"
+        model = "" if self.model_step is None else f"the model of step {self.model_step:,}"
+        state = "" if self.state_step is None else f"the state to resume from of step {self.state_step:,}"
+        return f"{' and '.join(filter(None, [model, state]))} {'is' if not model or not state else 'are'} kept in " \
+               f"{self.folder}/"
+
+    def what_to_do(self):
+        if self.model_step is None and self.state_step is None:
+            return "start the run again"
+        again = " (it takes its steps again from the first: the same seed, the same steps)" if \
+            self.state_step is None else ""
+        return f"resume with: {resume_command(self.folder)}{again}"
+
+
+def resume_command(folder):
+    """The command that resumes the run in folder: by its name, with its home where that is not config.py's, or by
+    its folder, written as a path, for a run moved out of its home."""
+    home = runs.home_of(folder)
+    return f"python train.py --resume {Path(folder).name}{home_option(home)}" if home else \
+        f"python train.py --resume {as_path(folder)}"
 
 
 def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget=None):
@@ -81,7 +120,10 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
         given = name is not None
         name = name if given else runs.default_run_name(corpus.path, datetime.now(timezone.utc))
         return Run(runs.new_run_folder(settings.checkpoint, name, given), total_steps, info, budget=budget)
-    saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
+    state = checkpoint.load_resume_state(resume_from, cfg)
+    if state is None:  # it saved its model, and no state to resume from: its steps are taken again
+        return restarted(Path(resume_from), total_steps, info, corpus.path)
+    saved_params, opt_state, progress = state
     if progress["corpus_sha256"] != info["sha256"]:
         raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
                          f"start a new run without --resume")
@@ -94,8 +136,10 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
         opt.load_state(opt_state)
     except ValueError as err:  # the state of another model: the optimizer's own words say so
         raise InputError(str(err)) from None
-    run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"])
+    run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"],
+              state_step=progress["step"])
     best = run.best()
+    run.model_step = best and best["step"]
     if best is not None and 0 < settings.patience <= len(run.history) - 1 - run.history.index(best):
         raise InputError(f"the run {resume_from.name} stopped because {settings.patience} validations in a row did "
                          f"not beat its best; resume it with a larger --patience, or --patience 0 to let it run to "
@@ -104,6 +148,21 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
         f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
     print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
     return run
+
+
+def restarted(folder, total_steps, info, corpus_path):
+    """The run in folder taken up from its first step: it saved its model (checkpoint.check_files), but no state to
+    resume from (the disk was full at its first save, or a kill came between the two). The same seed takes the same
+    steps, so it ends as a run never stopped would; its model stays until the first validation saves it again."""
+    meta = checkpoint.check_files(folder)
+    recorded = meta.get("corpus") if isinstance(meta.get("corpus"), dict) else {}
+    if recorded.get("sha256") != info["sha256"]:
+        raise InputError(f"the corpus {corpus_path} changed since the run {folder.name} saved its model; start a new "
+                         f"run without --resume")
+    best = meta.get("best_step")
+    print(f"resuming the run {folder.name} from its first step: it saved its model but no state to resume from, so "
+          f"its steps are taken again (the same seed takes the same steps)")
+    return Run(folder, total_steps, info, model_step=best if type(best) is int else None)
 
 
 # --- the door -----------------------------------------------------------------------------------
@@ -129,8 +188,10 @@ class RunLog:
         run, entry = self.run, self.run.history[-1]
         run.step, run.done = step, done
         if is_best:
-            checkpoint.save_model(run.folder, self.params, self.cfg, self.tokenizer,
-                                  run.model_meta(self.settings, self.processes))
+            with run.saving():
+                checkpoint.save_model(run.folder, self.params, self.cfg, self.tokenizer,
+                                      run.model_meta(self.settings, self.processes))
+                run.model_step = step
         self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
                             f"({entry['val_bpc']:.3f} bits/char){'  best, saved' if is_best else ''}\n"
                             f"              sample: {sample!r}")
@@ -168,6 +229,7 @@ def opened(run, params, opt, cfg, tokenizer, settings, in_process):
     with finishing(run), runs.locked(run.folder), DataParallel(processes) as parallel, \
             StopRequest().installed() as stop, Progress(run.total_steps, run.step, tokens_per_step,
                                                         may_stop_early, run.budget) as progress:
+        checkpoint.remove_stale_temporaries(run.folder)  # what saves that a kill stopped left, now the lock is held
         # one process: the loop calls the model's own loss_and_grads, so a traceback ends in the learner's line
         loss_and_grads = parallel.loss_and_grads if processes > 1 else in_process
         yield RunLog(run, params, opt, cfg, tokenizer, settings, processes, loss_and_grads, stop, progress)
@@ -186,8 +248,7 @@ def finishing(run):
     except KeyboardInterrupt:
         if (run.folder / "resume.json").exists():
             said = (f"stopped at once by a second Ctrl-C at step {run.step:,}; {run.where_the_model_is()}, and the "
-                    f"state last saved at a validation resumes with: python train.py --resume {run.folder.name}"
-                    f"{home_option(run.folder.parent.parent)}")
+                    f"state last saved at a validation resumes with: {resume_command(run.folder)}")
         else:  # stopped before its first validation saved anything: its folder goes too (below)
             said = (f"stopped at once by a second Ctrl-C at step {run.step:,}, before the run's first validation: "
                     f"nothing was saved, and the run leaves no folder; start it again to train it")
@@ -236,7 +297,9 @@ def read_losses(folder):
         table = pd.read_csv(Path(folder) / "losses.csv")
     except (OSError, ValueError):  # pandas' EmptyDataError and ParserError are ValueErrors
         return None
-    return table if {"step", "train_loss"} <= set(table.columns) else None
+    columns = [column for column in ("step", "train_loss", "val_loss", "val_bpc") if column in table]
+    numbers = all(pd.api.types.is_numeric_dtype(table[column]) for column in columns)
+    return table if {"step", "train_loss"} <= set(columns) and numbers else None
 
 
 def plot_losses(folder, table):
@@ -256,9 +319,10 @@ def plot_losses(folder, table):
     axes.set_ylabel("cross-entropy (nats per token)")
     axes.legend()
     figure.tight_layout()
-    figure.savefig(folder / "losses.png.tmp.png")
+    with removed_on_failure(temporary_name(folder / "losses.png")) as staged:
+        figure.savefig(staged, format="png")
     plt.close(figure)
-    (folder / "losses.png.tmp.png").replace(folder / "losses.png")
+    staged.replace(folder / "losses.png")
     return True
 
 

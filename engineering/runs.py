@@ -3,9 +3,10 @@
 Training's home folder (checkpoints/) holds a folder for each run, runs/<its name>/: the run's best
 model (checkpoint.py's three files), its resume state and its losses. A run is named by
 `train.py --name`, or by its UTC start time and its corpus (20261201-0230-sample); talk.py,
-generate.py and `train.py --resume` find it by that name, or by the start of it. Without a name,
-talk.py and generate.py read the latest finished run (default_run); nothing is copied anywhere, so
-no run ever replaces another's model.
+generate.py, lab.py and `train.py --resume` find it by that name, or by the start of it, among the
+runs alone: a folder is read as a folder only where it is written as a path (wording.written_as_path), and
+`--remove` removes nothing but a run. Without a name, talk.py and generate.py read the latest
+finished run (default_run); nothing is copied anywhere, so no run ever replaces another's model.
 """
 
 import contextlib
@@ -21,9 +22,10 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from engineering import checkpoint, gpt2
-from engineering.errors import InputError
+from engineering.errors import InputError, os_reason, os_remedy, shortened
+from engineering.files import temporary_name
 from engineering.settings import given, replaced
-from engineering.wording import plural, removal, talk_command
+from engineering.wording import plural, removal, written_as_path
 
 
 # --- names and folders ------------------------------------------------------------------------
@@ -44,12 +46,19 @@ def default_run_name(corpus_path, now):
     return f"{now:%Y%m%d-%H%M}-{corpus}"
 
 
+NAME_BYTES = 255  # the longest name of a folder that Linux, macOS and Windows all allow, in bytes of UTF-8
+
+
 def check_run_name(home, name):
     """Raise InputError unless name can name a new run of home: a folder name of its own, not empty,
-    without a slash, not starting with a dot (a folder being written), and no run's name already."""
-    if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
-        raise InputError(f"--name {name!r} cannot name a run's folder: give a name that is not empty, has no / or \\ "
-                         f"and does not start with a dot, such as --name shakespeare")
+    without a slash, not starting with a dot (a folder being written) or ~, at most NAME_BYTES long, and no
+    run's name already."""
+    if not name.strip() or "/" in name or "\\" in name or name.startswith((".", "~")):
+        raise InputError(f"--name {shortened(name)!r} cannot name a run's folder: give a name that is not empty, has "
+                         f"no / or \\ and does not start with a dot or ~, such as --name shakespeare")
+    if len(name.encode("utf-8")) > NAME_BYTES:
+        raise InputError(f"--name {shortened(name)!r} is longer than a folder's name may be ({NAME_BYTES} bytes): give "
+                         f"a shorter name, such as --name shakespeare")
     if (Path(home) / "runs" / name).exists():
         raise name_taken(home, name)
 
@@ -84,32 +93,54 @@ MODEL_FILE_NAMES = ("model.json", *checkpoint.MODEL_FILES, *gpt2.FILES)
 
 
 def find(value, home):
-    """The folder a --checkpoint value names: a folder as it is, the folder of a file in it (model.npz);
-    else a run of home/runs/ by its name, or by the start of its name where it starts one run's name
-    only. InputError where it names none, or starts the names of several runs."""
-    path = Path(value)
+    """The folder a --checkpoint (or --resume) value names: where it is written as a path, a folder as it is, or the
+    folder of a file in it (model.npz); else a run of home/runs/ by its name, or by the start of its name where it
+    starts one run's name only (run_named). InputError where it names none, or starts the names of several runs."""
     if not value.strip():
         raise InputError("--checkpoint '' names nothing: give a run's name (python talk.py --list lists them) or a "
                          "folder, or leave --checkpoint out for the latest finished run")
-    if path.is_file():
+    if written_as_path(value):
+        return folder_at(value)
+    here = f"; the folder {value}/ here is read where it is written as a path: --checkpoint ./{value}" if \
+        is_there(Path(value), Path.exists) else ""
+    return run_named(value, home, here)
+
+
+def folder_at(value):
+    """The folder that the path value names (~ is the home folder), or that holds the model's file it names."""
+    path = Path(value).expanduser()
+    if is_there(path, Path.is_file):
         if path.name not in MODEL_FILE_NAMES:
             raise InputError(f"{value} is a file, not a run's folder: give the folder that holds model.json, or a "
                              f"run's name (python talk.py --list lists them)")
         return path.parent
-    if path.is_dir():
+    if is_there(path, Path.is_dir):
         return path
-    if "/" in value or os.sep in value:
-        raise InputError(f"there is no folder {value}/: give a run's folder that exists, or a run's name (python "
-                         f"talk.py --list lists them)")
+    raise InputError(f"there is no folder {shortened(value, 200)}/: give a run's folder that exists, or a run's name "
+                     f"(python talk.py --list lists them)")
+
+
+def is_there(path, kind):
+    """kind(path) (Path.is_file, Path.is_dir), False where the system cannot say (a name too long for it)."""
+    try:
+        return kind(path)
+    except OSError:
+        return False
+
+
+def run_named(name, home, also=""):
+    """The folder of the run of home named name, or whose name name starts where it starts one run's name only; only
+    runs are looked at, never the current folder. InputError where it names no run (also: more to say then), or
+    starts several."""
     names = [run.name for run in run_folders(home)]
-    starting = [name for name in names if name.startswith(value)]
-    if value in names or len(starting) == 1:
-        return Path(home) / "runs" / (value if value in names else starting[0])
+    starting = [run for run in names if run.startswith(name)]
+    if name in names or len(starting) == 1:
+        return Path(home) / "runs" / (name if name in names else starting[0])
     if starting:
-        raise InputError(f"{value!r} starts the names of {len(starting)} runs in {home}/runs/: {', '.join(starting)}; "
+        raise InputError(f"{name!r} starts the names of {len(starting)} runs in {home}/runs/: {', '.join(starting)}; "
                          f"give more of the name")
-    raise InputError(f"no folder {value}/, and no run in {home}/runs/ is named {value!r} or starts so; "
-                     f"python talk.py --list lists the runs, python train.py trains one")
+    raise InputError(f"no run in {home}/runs/ is named {shortened(name)!r} or starts so{also}; python talk.py --list "
+                     f"lists the runs, python train.py trains one")
 
 
 def home_of(run_folder):
@@ -133,7 +164,7 @@ class RunSummary:
     saved: datetime  # when it last wrote a file (UTC)
     corpus: str  # the corpus file's name
     step: int  # the steps it has taken
-    total_steps: int  # the steps it was to take; None where it never saved a resume state
+    total_steps: int  # the steps it was to take; None where it saved no resume state, or a damaged resume.json
     done: bool  # it took its last step, or stopped improving; a run still going, or interrupted, is not done
     has_model: bool  # it saved a model (at its first validation)
     best_bpc: float  # bits per character of its best model on the held-out text; nan before its first validation
@@ -154,11 +185,24 @@ class RunSummary:
 
 
 def summarize(folder):
-    """The RunSummary of a run folder: its lock tried, its model's and its resume state's files checked
-    (checkpoint.check_files, checkpoint.check_resume_files)."""
+    """The RunSummary of a run folder: its lock tried (and where no training holds it, the temporary files of saves
+    that a kill stopped deleted), its model's and its resume state's files checked (checkpoint.check_files,
+    checkpoint.check_resume_files); what it lists is read only from files that pass. A folder that cannot be read
+    is listed as damaged, so that it never keeps the others from being listed."""
+    try:
+        return summary_of(Path(folder))
+    except OSError as err:  # another user's folder, say
+        saved = 0
+        with contextlib.suppress(OSError):
+            saved = Path(folder).lstat().st_mtime
+        return RunSummary(Path(folder), datetime.fromtimestamp(saved, timezone.utc), "?", 0, None, False, False,
+                          math.nan, f"{folder}/ cannot be read: {os_reason(err)}", "", False)
+
+
+def summary_of(folder):
+    training = tidied_unless_training(folder)
     record = checkpoint.current_record(folder, "model.json", checkpoint.MODEL_FILES)
-    meta = read_or_empty(record)
-    progress = read_or_empty(checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES))
+    meta, progress = read_or_empty(record), valid_progress(folder)
     saved = max([path.stat().st_mtime for path in folder.iterdir() if path.is_file()] or [folder.stat().st_mtime])
     damaged = ""
     if record.exists():
@@ -177,10 +221,12 @@ def summarize(folder):
         corpus = Path(meta["corpus"]["path"] if meta else progress["settings"]["corpus_path"]).name
     with contextlib.suppress(KeyError, TypeError, ValueError):
         best_bpc = {entry["step"]: entry for entry in meta["history"]}[meta["best_step"]]["val_bpc"]
-    step, total = progress.get("step", meta.get("steps", 0)), progress.get("total_steps")
-    done = bool(progress) and progress.get("done", step == total)  # a run that saved no resume state yet is not done
-    return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, total, done, record.exists(),
-                      best_bpc, damaged, resume_damaged, is_training(folder))
+    steps = meta.get("steps")
+    step = progress["step"] if progress else steps if type(steps) is int and steps >= 0 else 0
+    done = bool(progress) and progress["done"]  # a run that saved no resume state yet is not done
+    return RunSummary(folder, datetime.fromtimestamp(saved, timezone.utc), corpus, step, progress.get("total_steps"),
+                      done, record.exists(), best_bpc if checkpoint.is_finite_number(best_bpc) else math.nan, damaged,
+                      resume_damaged, training)
 
 
 def read_or_empty(path):
@@ -189,6 +235,18 @@ def read_or_empty(path):
         found = checkpoint.read_record(path)
         return found if isinstance(found, dict) else {}
     return {}
+
+
+def valid_progress(folder):
+    """What a run's resume.json says of where training stands, where each of its fields is whole
+    (checkpoint.check_progress); {} where it has none, or one is not."""
+    record = checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES)
+    progress = read_or_empty(record)
+    try:
+        checkpoint.check_progress(progress, record)
+    except InputError:
+        return {}
+    return progress
 
 
 def summarize_runs(home):
@@ -223,49 +281,107 @@ def runs_table(home):
         raise InputError(f"there are no runs in {home}/runs/ yet: train one with `python train.py`, "
                          f"named with --name NAME if you like")
     default = latest_whole(runs)  # the run default_run gives, from the summaries made once
+    finished = default if default is not None and next(run for run in runs if run.folder == default).done else None
     rows = [("", "name", "saved (UTC)", "corpus", "steps", "state", "best bits/char")]
-    rows += [("*" if run.folder == default else "", run.folder.name, f"{run.saved:%Y-%m-%d %H:%M}", run.corpus,
+    rows += [("*" if run.folder == finished else "", run.folder.name, f"{run.saved:%Y-%m-%d %H:%M}", run.corpus,
               f"{run.step:,}" + (f"/{run.total_steps:,}" if run.total_steps else ""), run.state(),
               "not yet" if math.isnan(run.best_bpc) else f"{run.best_bpc:.3f}") for run in runs]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    if default is not None and finished is None:
+        lines += [f"no run is finished yet: without --checkpoint, talk.py reads {default.name}, the latest run with a "
+                  f"whole model"]
     lines += [f"{run.folder.name} is damaged: {run.damaged}" for run in runs if run.damaged]
     lines += [f"{run.folder.name} cannot resume: {run.resume_damaged}" for run in runs if run.resume_damaged]
-    lines += [f"{run.folder.name} has no model yet: if no training is writing to it, {removal(home, run.folder.name)} "
-              f"frees its name" for run in runs if run.state() == "no model yet"]
+    empty = [run.folder for run in runs if run.state() == "no model yet"]
+    lines += [f"{folder.name} has no model yet: if no training is writing to it, {removal(home, folder.name)} frees "
+              f"its name" if not foreign_files(folder) else f"{folder.name} is not a run's folder: it holds what no "
+              f"training writes, and --remove leaves it" for folder in empty]
     lines += [f"{removal(home, 'NAME')} removes a run, its folder and every file in it"]
     return "\n".join([f"runs in {home}/runs/, the last saved first (* is what talk.py reads without --checkpoint: "
                       f"the latest finished run)", *lines])
 
 
+RUN_FILES = {"model.npz", "model.json", "model.tok.json", "resume.npz", "resume.json", "losses.csv", "losses.png",
+             ".lock"}  # what a training writes into its run's folder, beside the temporary names of its saves
+
+
 def remove(home, name, confirmed):
-    """Remove the run of home named name (or the start of its name): its folder and every file in it. Asks first,
-    unless confirmed (--yes); refuses a run a training is writing to, and anything but a run's name."""
-    if "/" in name or os.sep in name or name in ("", ".", ".."):
-        raise InputError(f"--remove takes a run's name, as python train.py --list shows it, not {name!r}")
-    folder = find(name, home)
+    """Remove the run of home named name (or the start of its name): its folder and every file in it, where the
+    folder is a run's (check_is_run); a run that is a link to a folder elsewhere loses its link, and the folder it
+    points to stays. Asks first, naming the folder's whole path, unless confirmed (--yes); refuses a run a training
+    is writing to, and anything but a run's name: a run is looked for among the runs alone (run_named)."""
+    if not name.strip() or written_as_path(name):
+        raise InputError(f"--remove takes a run's name, as python train.py --list shows it, not {shortened(name)!r}")
+    folder = run_named(name, home)
+    busy = "stop its training first (Ctrl-C where it runs: it saves what a resume needs), then remove the run"
+    if folder.is_symlink():
+        said = f"the link {folder.absolute()} to {os.readlink(folder)}/ (the folder it points to is kept)"
+        with locked(folder, busy):
+            if asked_to_remove(said, confirmed):
+                folder.unlink()
+                print(f"removed {said}")
+        return
+    check_is_run(folder, home)
     run = summarize(folder)
     files = [path for path in folder.rglob("*") if path.is_file() and path.name != ".lock"]
-    said = (f"the run {folder.name} in {home}/runs/ ({run.state()}, {plural(run.step, 'step')}; "
+    said = (f"the run {folder.name}, the folder {folder.absolute()}/ ({run.state()}, {plural(run.step, 'step')}; "
             f"{plural(len(files), 'file')}, {sum(path.stat().st_size for path in files) / 2 ** 20:.1f} MB)")
-    with locked(folder):  # refuses, in one line, a run that a training is writing to
-        if not confirmed:
-            if not sys.stdin.isatty():
-                raise InputError(f"--remove would remove {said}; add --yes to remove it without being asked")
-            if input(f"remove {said}? [y/N] ").strip().lower() not in ("y", "yes"):
-                print("nothing removed")
-                return
-        shutil.rmtree(folder)
-    print(f"removed {said}")
+    with locked(folder, busy):  # refuses, in one line, a run that a training is writing to
+        if asked_to_remove(said, confirmed):
+            shutil.rmtree(folder)
+            print(f"removed {said}")
+
+
+def asked_to_remove(said, confirmed):
+    """Whether to remove what said names: --yes (confirmed), or the person's y to the question, on a terminal;
+    InputError where there is none to ask on."""
+    if confirmed:
+        return True
+    if not sys.stdin.isatty():
+        raise InputError(f"--remove would remove {said}; add --yes to remove it without being asked")
+    if input(f"remove {said}? [y/N] ").strip().lower() in ("y", "yes"):
+        return True
+    print("nothing removed")
+    return False
+
+
+def check_is_run(folder, home):
+    """Raise InputError unless folder is a run's (foreign_files), so that --remove never deletes a folder that
+    someone put into runs/."""
+    others = foreign_files(folder)
+    if others:
+        raise InputError(f"{folder.absolute()}/ is in {home}/runs/ but is not a run's folder: it holds no model.json "
+                         f"or resume.json, and holds what no training writes ({', '.join(map(shortened, others[:3]))});"
+                         f" nothing was removed: delete it yourself if it is not wanted")
+
+
+def foreign_files(folder):
+    """What makes folder not a run's, none where it is one: a run's folder holds a run's record (model.json or
+    resume.json, or one under its temporary name), or, a run killed before its first save, nothing but what a
+    training writes."""
+    names = {path.name for path in Path(folder).iterdir()}
+    records = {name for record in ("model.json", "resume.json") for name in (record, temporary_name(record).name)}
+    if names & records:
+        return []
+    return sorted(name for name in names if name not in RUN_FILES and not (name.startswith(".") and
+                                                                          name.endswith(".tmp")))
+
+
+def restarts(run):
+    """Whether a resume of the run (a RunSummary) takes its steps again from the first: it saved a whole model but
+    no state to resume from (the disk was full at its first save, or a kill came between the two saves)."""
+    return run.total_steps is None and run.has_model and not run.damaged and not run.resume_damaged
 
 
 def run_to_resume(home, name=None, extending=False):
     """The run folder `train.py --resume [NAME]` continues: the run named (or started) name, else the latest
-    interrupted run of home. InputError where there is none, where it saved no state to resume from, or where
-    it is finished and not extending (a --max_steps, --epochs or --patience of its own given)."""
+    interrupted run of home. InputError where there is none, where it saved nothing to resume from, or where
+    it is finished and not extending (a --max_steps, --epochs or --patience of its own given). A run that saved
+    its model but no state to resume from (restarts) is taken up from its first step."""
     if name is None:
         interrupted = [run for run in summarize_runs(home)
-                       if not run.done and run.total_steps is not None and not run.training]
+                       if not run.done and (run.total_steps is not None or restarts(run)) and not run.training]
         if not interrupted:
             raise InputError(f"no interrupted run in {home}/runs/ to resume (python talk.py --list lists the runs); "
                              f"start a new run without --resume")
@@ -277,13 +393,9 @@ def run_to_resume(home, name=None, extending=False):
                          f"stops it, and then it resumes), or start a new run without --resume")
     if run.resume_damaged:
         raise InputError(run.resume_damaged)
-    if run.total_steps is None and run.has_model and not run.damaged:
-        raise InputError(f"the run {folder.name} saved its model but no state to resume from (it was stopped "
-                         f"between the two), so it cannot go on; its model is whole: {talk_command(folder)}. "
-                         f"Start a new run without --resume, or {removal(home, folder.name)}")
-    if run.total_steps is None:
-        raise InputError(f"nothing to resume in {folder}/: it saved no state to resume from; start a new run "
-                         f"without --resume, or {removal(home, folder.name)}")
+    if run.total_steps is None and not restarts(run):
+        raise InputError(f"nothing to resume in {folder}/: it saved no state to resume from, and no whole model; "
+                         f"start a new run without --resume, or {removal(home, folder.name)}")
     if run.done and not extending:
         raise InputError(f"the run {folder.name} is finished; its best model is in {folder}/. To train it further, "
                          f"give it more steps (--max_steps N or --epochs N beyond its {run.step:,}, and --patience 0 "
@@ -301,7 +413,7 @@ def resume_settings(s, argv, name, parser):
     typed = given(argv) - {"checkpoint", "resume"}
     changed = {setting for setting in typed if setting in EXTENDING}
     folder = run_to_resume(Path(s.checkpoint), name or None, extending=bool(changed))
-    saved = checkpoint.read_progress(folder)["settings"]
+    saved = started_with(folder)
     for setting in typed - changed:
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "
@@ -311,37 +423,72 @@ def resume_settings(s, argv, name, parser):
     return resumed, folder
 
 
+def started_with(folder):
+    """The settings the run in folder was started with, as its resume state records them, or, where it saved none
+    (restarts), as its model.json does."""
+    record = checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES)
+    if not record.is_file():
+        record = checkpoint.current_record(folder, "model.json", checkpoint.MODEL_FILES)
+    saved = checkpoint.read_record(record)
+    if not isinstance(saved, dict) or not isinstance(saved.get("settings"), dict):
+        raise checkpoint.damaged(record, 'its "settings" are not the settings of a run')
+    return saved["settings"]
+
+
 LOCK_WAIT = 0.5  # seconds a training waits for a run's lock: a listing that tries it (is_training) holds it an instant
 
 
 @contextlib.contextmanager
-def locked(folder):
+def locked(folder, busy="wait for it to finish, or start a new run"):
     """Hold folder/.lock for the with-block, so that two trainings never write into one run at once; the
-    system drops the lock when its process ends, however it ends. InputError if it is held."""
+    system drops the lock when its process ends, however it ends. InputError if it is held (busy: what to do
+    then), or where it cannot be written."""
     lock = FileLock(Path(folder) / ".lock")
     try:
         lock.acquire(timeout=LOCK_WAIT)
     except Timeout:
-        raise InputError(f"another training is writing to {folder}/; wait for it to finish, or start a new run") \
-            from None
+        raise InputError(f"a training is writing to {folder}/; {busy}") from None
+    except OSError as err:  # a folder of a read-only disk, or another user's
+        raise InputError(f"cannot write the run's lock, {folder}/.lock: {os_reason(err)}; nothing in {folder}/ was "
+                         f"changed: {os_remedy(err)}, and try again") from None
     try:
         yield
     finally:
         lock.release()
 
 
-def is_training(folder):
-    """Whether a training holds the run folder's lock now: the lock is tried, and let go at once where it is free.
-    A folder with no .lock was never trained here; one that cannot be opened (another user's) is not ours to say."""
-    path = Path(folder) / ".lock"
-    if not path.exists():
-        return False
+@contextlib.contextmanager
+def lock_if_free(folder):
+    """with lock_if_free(folder) as free: free is True where the run folder's lock was free, and it is held for the
+    block; False where a training holds it; None where there is no lock to try: the folder was never trained here,
+    or its .lock cannot be opened (another user's, a read-only disk)."""
+    path, free = Path(folder) / ".lock", None
     lock = FileLock(path)
+    if path.exists():
+        try:
+            lock.acquire(timeout=0)
+            free = True
+        except Timeout:
+            free = False
+        except OSError:
+            pass
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return True
-    except OSError:
-        return False
-    lock.release()
-    return False
+        yield free
+    finally:
+        if free:
+            lock.release()
+
+
+def is_training(folder):
+    """Whether a training holds the run folder's lock now: the lock is tried, and let go at once where it is free."""
+    with lock_if_free(folder) as free:
+        return free is False
+
+
+def tidied_unless_training(folder):
+    """Whether a training holds the run folder's lock now; where none does, the temporary files of the saves that a
+    kill stopped are deleted meanwhile, under the lock (checkpoint.remove_stale_temporaries)."""
+    with lock_if_free(folder) as free:
+        if free:
+            checkpoint.remove_stale_temporaries(folder)
+        return free is False

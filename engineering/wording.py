@@ -4,6 +4,7 @@ The commands name a run by its folder's name where it lies in config.py's home (
 home every command reads unless given --checkpoint, and add --checkpoint HOME where it lies elsewhere.
 """
 
+import os
 from pathlib import Path
 
 HOME = Path("checkpoints")  # config.py's checkpoint, which the package does not import (the tests check they agree)
@@ -47,4 +48,21 @@ def talk_command(folder):
     """
     folder = Path(folder)
     in_home = folder.parent == HOME / "runs"
-    return f"python talk.py --checkpoint {folder.name if in_home else folder}"
+    return f"python talk.py --checkpoint {folder.name if in_home else as_path(folder)}"
+
+
+def written_as_path(value):
+    """Whether a --checkpoint, --resume or --remove value is a path rather than a run's name: it holds a /, or
+    starts with . or ~. A bare name is a run's, even where the current folder holds a folder of that name.
+
+    Example: written_as_path("gpt2/") -> True; written_as_path("./gpt2") -> True; written_as_path("gpt2") -> False
+    """
+    return "/" in value or os.sep in value or value.startswith((".", "~"))
+
+
+def as_path(folder):
+    """A folder as a command names it, written as a path, since a bare name names a run.
+
+    Example: as_path("mybook") -> "./mybook"; as_path("/tmp/ck/runs/x") -> "/tmp/ck/runs/x"
+    """
+    return str(folder) if written_as_path(str(folder)) else f"./{folder}"

@@ -6,6 +6,7 @@ message that reads like a wrong setting. The bugs here are one function of trans
 while a script's main() runs in this process (conftest's run_main), as `python train.py` runs it.
 """
 
+import errno
 import os
 import re
 import sys
@@ -67,6 +68,26 @@ def test_run_turns_bad_input_and_ctrl_c_into_one_line(capsys, raised, status):
     assert stop.value.code == status
     err = capsys.readouterr().err
     assert err.startswith("error: " if status == 2 else "interrupted (Ctrl-C)") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("raised, said", [
+    (OSError(errno.ENOSPC, "No space left on device", f"/ck/runs/{'a' * 300}/model.npz"),
+     ("error: the disk is full at /ck/runs/aaa", "a/model.npz (319 characters): free some space, and try again\n")),
+    (OSError(errno.EROFS, "Read-only file system", "/ck/runs/x/.lock"),
+     ("error: the file system is read-only at /ck/runs/x/.lock: use a folder that can be written, and try again\n",
+      "")),
+    (OSError(errno.EIO, "Input/output error"), ("error: Input/output error: check the file and its folder, and try "
+                                                "again\n", ""))], ids=["a full disk", "a read-only folder", "another"])
+def test_an_error_of_the_system_is_said_with_what_to_do_and_never_a_long_name_whole(capsys, raised, said):
+    """The review's: `[Errno 28] No space left on device` said nothing to act on, and `[Errno 36] File name too long`
+    echoed a name of 300 characters whole."""
+    def main():
+        raise raised
+    with pytest.raises(SystemExit) as stop:
+        run_script(main)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(said[0]) and err.endswith(said[1]) and "a" * 100 not in err, err
+    assert err.count("\n") == 1 and len(err) < 200
 
 
 @pytest.mark.parametrize("raised", [ValueError("matmul: Input operand 1 has a mismatch"), IndexError("index 9"),

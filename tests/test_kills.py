@@ -220,8 +220,11 @@ def finished(folder):
 
 
 def resumable(folder):
-    """Whether a run can be resumed: it saved a resume state, and is not done."""
-    return checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES).is_file() and not finished(folder)
+    """Whether a run can be resumed: it saved a resume state, and is not done; or it saved a whole model and no
+    resume state (a kill between the two saves of its first validation), and a resume takes its steps again."""
+    if checkpoint.current_record(folder, "resume.json", checkpoint.RESUME_FILES).is_file():
+        return not finished(folder)
+    return folder.name in whole_models(folder.parent.parent)
 
 
 class Home:
@@ -296,8 +299,10 @@ def check_resume(start, home, name=None, real=False):
         lines = err.strip().splitlines()
         assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), (name, status, out, err)
         return "refused: " + re.sub(r"/\S*", "...", lines[0])[7:60]
-    assert status == 0 and f"resuming the run {expected} at step " in out, (expected, status, out, err)
+    assert status == 0 and f"resuming the run {expected} " in out, (expected, status, out, err)
     assert finished(home.folder / "runs" / expected), f"--resume did not finish the run {expected}"
+    left = list((home.folder / "runs" / expected).glob(".*.tmp"))
+    assert not left, f"the resume of {expected} left what the kill's save had written: {left}"
     home.wrote(expected)
     home.check(start, expected, f"the --resume of {expected}", real=real)
     return "resumed"

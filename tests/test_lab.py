@@ -14,12 +14,14 @@ import json
 import math
 import os
 import random
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 import types
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +31,7 @@ import pytest
 
 import lab
 import transformer
-from engineering import checkpoint, lab_models, lab_server, run_log, runs
+from engineering import checkpoint, files, lab_models, lab_server, run_log, runs
 from conftest import tiny_play
 from engineering.errors import InputError
 from transformer import Sampling, filtered_probs, generate
@@ -71,18 +73,43 @@ class Served:
     def raw(self, data):
         """(status, the answer's body) of bytes sent as they are, then the end of what is sent; (None, b"") where the
         connection closes with no answer."""
-        answer = b""
+        answers = self.exchange(data)
+        return (answers[0].status, answers[0].body) if answers else (None, b"")
+
+    def exchange(self, data, pieces=1, pause=0.0):
+        """Every Answer to bytes sent as they are (in `pieces` parts, `pause` seconds apart: a trickle), then the end
+        of what is sent, in the order they came, until the lab closes the connection."""
+        received = b""
         with contextlib.suppress(ConnectionResetError, BrokenPipeError), \
                 socket.create_connection(("127.0.0.1", self.port), timeout=30) as connection:
-            connection.sendall(data)
+            cuts = sorted(random.Random(len(data)).sample(range(1, len(data)), min(pieces, len(data)) - 1))
+            for start, end in zip([0, *cuts], [*cuts, len(data)]):
+                connection.sendall(data[start:end])
+                time.sleep(pause if end < len(data) else 0)
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_WR)
             while chunk := connection.recv(65536):
-                answer += chunk
-        if not answer:
-            return None, b""
-        head, _, body = answer.partition(b"\r\n\r\n")
-        return int(head.split()[1]), body
+                received += chunk
+        return answers_in(received)
+
+
+Answer = collections.namedtuple("Answer", "status headers body")
+
+
+def answers_in(received):
+    """The answers in the bytes a connection received, each a status line, headers and a body of its Content-Length;
+    bytes that are no answer (a bare body, as HTTP/0.9 has) are an Answer of status 0 holding them."""
+    answers = []
+    while received:
+        head, _, rest = received.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        if not lines[0].startswith("HTTP/1."):
+            return [*answers, Answer(0, {}, received)]
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        length = int(headers["Content-Length"])
+        answers.append(Answer(int(lines[0].split()[1]), headers, rest[:length]))
+        received = rest[length:]
+    return answers
 
 
 @contextlib.contextmanager
@@ -346,6 +373,8 @@ BAD = {  # what is sent -> (the status, words of the answer)
     "a method http.server does not know": (lambda s: s.raw(f"BREW / HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n"
                                                            .encode()), 405, "GET and POST only, not BREW"),
     "HTTP/2 in the request line": (lambda s: s.raw(b"GET / HTTP/2.0\r\n\r\n"), 400, "Invalid HTTP version"),
+    "HTTP/0.9 in the request line": (lambda s: s.raw(f"GET / HTTP/0.9\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode()),
+                                     400, "HTTP/1.0 and HTTP/1.1, not HTTP/0.9"),
     "a page of another origin": (lambda s: s.post("/api/look", {"text": "R"}, Origin="http://evil.example"), 403,
                                  "own page"),
     "a form's content type": (lambda s: s.post("/api/look", {"text": "R"}, **{"Content-Type": "text/plain"}), 415,
@@ -389,14 +418,107 @@ def test_a_body_that_stalls_is_told_408_and_one_too_long_413_at_once(served, mon
     monkeypatch.setattr(lab_server, "TIMEOUT", 0.5)
     short = request_bytes(served.port).replace(b"Length: 17", b"Length: 1000")[:-7]  # 10 bytes of 1,000
     status, answer = stalled(served.port, short)
-    assert status == 408 and "stopped coming for 0.5 s" in answer["error"]
+    assert status == 408 and "not whole within 0.5 s" in answer["error"]
     huge = request_bytes(served.port).replace(b"Length: 17", b"Length: 100000000")  # 100 MB promised, 17 sent
     assert stalled(served.port, huge) == (413, {"error": "the body is 100,000,000 bytes; the lab takes at most 64 KiB: "
                                                          "send a shorter text"})
     headers = request_bytes(served.port).split(b"Content-Type")[0]  # the headers stop after the Host
     status, answer = stalled(served.port, headers)
-    assert status == 408 and "headers stopped coming" in answer["error"]
+    assert status == 408 and "headers were not whole within 0.5 s" in answer["error"]
     assert "Traceback" not in capfd.readouterr().err
+
+
+def worst_body(size):
+    """The review's worst body, size bytes: a string never closed, of escaped quotes (a " at every other byte)."""
+    return (b'{"text":"' + b'\\"' * size)[:size]
+
+
+def cpu_seconds(function, argument, repeats=9):
+    """The least CPU time of this thread that function(argument) took, of repeats calls: a count of the work done,
+    which other processes on a busy machine do not lengthen, as they lengthen the time on the clock."""
+    least = math.inf
+    for _ in range(repeats):
+        started = time.thread_time()
+        function(argument)
+        least = min(least, time.thread_time() - started)
+    return least
+
+
+def test_the_nesting_of_a_body_is_found_in_time_that_grows_with_its_length_alone():
+    """A body twice as long takes twice the work, not four times: the review's body of 64 KiB took 19.7 s, the
+    square of its length, and held every other request that long."""
+    half, whole = (worst_body(lab_server.MAX_BODY // 4).decode(), worst_body(lab_server.MAX_BODY // 2).decode())
+    assert files.json_nesting(whole) == 1
+    ratio = cpu_seconds(files.json_nesting, whole) / cpu_seconds(files.json_nesting, half)
+    assert ratio < 3, f"twice the body took {ratio:.1f} times the work: 2 is linear, 4 quadratic"
+
+
+def test_the_worst_body_is_refused_while_the_lab_computes_for_another(served):
+    """The bounds are read before the one-at-a-time lock (LabServer.computing) is taken: while a learn holds it, the
+    review's worst body of 64 KiB is still refused, and a file of the page still served."""
+    with served.server.computing:  # as a learn of GPT-2 holds it for seconds
+        status, answer = served.request("POST", "/api/look", raw_body=worst_body(lab_server.MAX_BODY))
+        assert status == 400 and "send one JSON object" in answer["error"]
+        assert served.request("GET", "/lab.css")[0] == 200
+
+
+def test_pipelined_requests_are_each_answered_in_order_until_one_is_refused(served):
+    look = request_bytes(served.port, b'{"text": "ROMEO"}')
+    start = f"GET /api/start HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n\r\n".encode()
+    answers = served.exchange(start + look + start)
+    assert [answer.status for answer in answers] == [200, 200, 200]
+    assert json.loads(answers[1].body)["tokens"] and json.loads(answers[0].body) == json.loads(answers[2].body)
+    refused = request_bytes(served.port, b'{"text": "ROMEO"}', path="/nowhere")
+    answers = served.exchange(start + refused + start + look)
+    assert [answer.status for answer in answers] == [200, 404]  # what follows a refusal is not read as a request
+    assert answers[1].headers["Connection"] == "close" and "not one of" in json.loads(answers[1].body)["error"]
+    assert all(answer.headers["X-Content-Type-Options"] == "nosniff" for answer in answers)
+
+
+def test_headers_that_trickle_in_are_told_408_once_the_request_has_taken_timeout(served, monkeypatch):
+    """A header byte every 0.1 s never leaves a read waiting TIMEOUT; the request as a whole is late after TIMEOUT
+    all the same, and told so, long before the trickle would end (the review held a thread past 70 s so)."""
+    monkeypatch.setattr(lab_server, "TIMEOUT", 1)
+    trickle = f"X-Slow: {'a' * 300}".encode()
+    with socket.create_connection(("127.0.0.1", served.port), timeout=30) as connection:
+        connection.sendall(f"GET /api/start HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n".encode())
+        for sent, byte in enumerate(trickle, 1):
+            if select.select([connection], [], [], 0.1)[0]:  # the lab answered
+                break
+            with contextlib.suppress(OSError):
+                connection.sendall(bytes([byte]))
+        received = connection.makefile("rb").read()
+    answer, = answers_in(received)
+    assert answer.status == 408 and "headers were not whole within 1 s" in json.loads(answer.body)["error"]
+    assert sent < len(trickle), "the lab waited for the whole trickle"
+
+
+def test_the_connections_answered_at_once_are_at_most_max_threads(play, monkeypatch):
+    """Connections that stall each hold a thread until TIMEOUT: past MAX_THREADS of them the others wait in the
+    kernel's backlog, and each is answered in its turn."""
+    monkeypatch.setattr(lab_server, "MAX_THREADS", 2)
+    monkeypatch.setattr(lab_server, "TIMEOUT", 0.5)
+    handle, now, most, counting = lab_server.Handler.handle, [0], [0], threading.Lock()
+
+    def counted(handler):  # each connection's handling, counted while it runs
+        with counting:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        try:
+            handle(handler)
+        finally:
+            with counting:
+                now[0] -= 1
+    monkeypatch.setattr(lab_server.Handler, "handle", counted)
+    with serving(play, runs.home_of(play.folder)) as lab_served:
+        connections = [socket.create_connection(("127.0.0.1", lab_served.port), timeout=30) for _ in range(6)]
+        for connection in connections:
+            connection.sendall(f"GET /api/start HTTP/1.1\r\nHost: 127.0.0.1:{lab_served.port}\r\n".encode())
+        answers = []
+        for connection in connections:
+            answers += answers_in(connection.makefile("rb").read())
+            connection.close()
+    assert [answer.status for answer in answers] == [408] * 6 and most[0] <= 2
 
 
 def test_fifty_connections_at_once_are_held_until_the_lab_answers_them_all(play):
@@ -408,6 +530,7 @@ def test_fifty_connections_at_once_are_held_until_the_lab_answers_them_all(play)
     try:
         for connection in connections:
             connection.sendall(request_bytes(server.server_port))
+            connection.shutdown(socket.SHUT_WR)  # a client with nothing more to ask
         thread.start()
         answers = [connection.makefile("rb").read().split(b"\r\n", 1)[0] for connection in connections]
     finally:
@@ -415,7 +538,7 @@ def test_fifty_connections_at_once_are_held_until_the_lab_answers_them_all(play)
             connection.close()
         server.shutdown() if thread.is_alive() else None
         server.server_close()
-    assert answers == [b"HTTP/1.0 200 OK"] * 50
+    assert answers == [b"HTTP/1.1 200 OK"] * 50
 
 
 FIELDS = ["text", "lr", "run", "temperature", "top_k", "top_p", "seed", "x"]
@@ -426,9 +549,32 @@ PATHS = ["/api/look", "/api/learn", "/api/continue", "/api/runs", "/api/start", 
 GOOD_BODY = b'{"text": "ROMEO:\\nthe", "lr": 0.1}'
 
 
+Sent = collections.namedtuple("Sent", "data requests pieces pause", defaults=(1, 1, 0.0))  # one connection's bytes
+
+
 def malformed_request(rng, port):
-    """The bytes of a request broken in one of ten random ways, or well formed with random fields."""
-    kind, path = rng.randrange(10), rng.choice(PATHS)
+    """What a connection sends (Sent): a request broken in one of thirteen random ways, or well formed with random
+    fields, or several of them sent one after another (pipelined), or one trickled in pieces."""
+    kind = rng.randrange(14)
+    if kind == 12:  # pipelined: requests one after another, good and broken, before any answer
+        sent = [good_request(rng, port) if rng.random() < 0.5 else broken_request(rng, port, rng.randrange(10))
+                for _ in range(rng.randrange(2, 5))]
+        return Sent(b"".join(sent), len(sent))
+    if kind == 13:  # a slow trickle: a request sent in pieces, 0.05 s apart, some of them past the lab's TIMEOUT
+        whole = good_request(rng, port) if rng.random() < 0.5 else broken_request(rng, port, rng.randrange(10))
+        return Sent(whole, 1, rng.randrange(2, 9), 0.05)
+    return Sent(broken_request(rng, port, kind))
+
+
+def good_request(rng, port):
+    return rng.choice([request_bytes(port, GOOD_BODY, rng.choice(["/api/look", "/api/learn"])),
+                       f"GET {rng.choice(['/api/start', '/lab.css'])} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                       .encode()])
+
+
+def broken_request(rng, port, kind):
+    """The bytes of a request broken in the way `kind` (0 to 11) says, or well formed with random fields (9)."""
+    path = rng.choice(PATHS)
     if kind == 0:  # random bytes
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
     if kind == 1:  # a random JSON object to a random path
@@ -464,6 +610,13 @@ def malformed_request(rng, port):
     if kind == 8:  # a body shorter than its Content-Length (the connection's end tells the lab so)
         whole = request_bytes(port, GOOD_BODY, rng.choice(PATHS[:3]))
         return whole[:len(whole) - rng.randrange(1, len(GOOD_BODY) + 1)]
+    if kind == 10:  # a string never closed, in a body near the lab's limit: a bound must not take the square of it
+        body = b'{"text": "' + rng.choice([b'\\"', b"a", b"\\\\", b"["]) * (lab_server.MAX_BODY // 2)
+        return request_bytes(port, body[:lab_server.MAX_BODY + rng.randrange(-64, 64)], rng.choice(PATHS[:3]))
+    if kind == 11:  # HTTP/0.9, which has no status line: a version below 1.0, or a request line without one
+        line = rng.choice([f"GET {path} HTTP/0.9", f"POST {path} HTTP/0.9", f"GET {path}", "GET / HTTP/00.9",
+                           "GET / HTTP/0.10"])
+        return f"{line}\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode("utf-8", "replace")
     method = rng.choice(["GET", "POST", "HEAD", "DELETE", "BREW", "get", "POST POST", "OPTIONS"])  # random headers
     headers = "".join(f"{rng.choice(['Host', 'Content-Length', 'Content-Type', 'Origin', 'Transfer-Encoding', 'X'])}: "
                       f"{rng.choice(['', '-1', 'a' * 9000, '0', 'chunked', 'application/json'])}\r\n"
@@ -472,22 +625,32 @@ def malformed_request(rng, port):
 
 
 def fuzz(served, requests, seed):
-    """Send requests malformed requests (seeded); {status: count}, None counting connections closed unanswered.
-    Every refusal must be one line of JSON: an AssertionError names the request that got another."""
+    """Send requests malformed requests (seeded); {status: count} of the answers, None counting connections closed
+    unanswered. Every answer must have its status line and the HEADERS, every refusal be one line of JSON and the
+    last answer of its connection, saying so (Connection: close), and each request sent before it answered: an
+    AssertionError names the request that got another."""
     rng, statuses = random.Random(seed), collections.Counter()
     for _ in range(requests):
-        data = malformed_request(rng, served.port)
-        status, body = served.raw(data)
-        statuses[status] += 1
-        if status not in (200, None) and not data.startswith(b"HEAD "):  # an answer to HEAD has no body
-            error = json.loads(body)["error"]
-            assert isinstance(error, str) and "\n" not in error, (data[:200], body)
+        sent = malformed_request(rng, served.port)
+        answers = served.exchange(sent.data, sent.pieces, sent.pause)
+        statuses.update([answer.status for answer in answers] or [None])
+        for i, answer in enumerate(answers):
+            assert answer.status and answer.headers.get("X-Frame-Options") == "DENY", (sent.data[:200], answer)
+            if answer.status != 200:
+                assert i == len(answers) - 1 and answer.headers["Connection"] == "close", (sent.data[:200], answers)
+            if answer.status != 200 and answer.body:  # an answer to HEAD has no body
+                error = json.loads(answer.body)["error"]
+                assert isinstance(error, str) and "\n" not in error, (sent.data[:200], answer)
+        assert answers and (len(answers) >= sent.requests or answers[-1].status != 200), (sent, answers)
     return statuses
 
 
-def test_hundreds_of_malformed_requests_are_each_refused_in_one_line_and_the_lab_answers_as_before(served, capfd):
+def test_hundreds_of_malformed_requests_are_each_refused_in_one_line_and_the_lab_answers_as_before(served, capfd,
+                                                                                                  monkeypatch):
     _, first = served.post("/api/look", {"text": TEXT})
+    monkeypatch.setattr(lab_server, "TIMEOUT", 0.25)  # so that some trickles are late
     statuses = fuzz(served, 300, seed=0)
+    monkeypatch.undo()
     assert set(statuses) <= REFUSALS | {200}, statuses  # no 5xx, and no connection without an answer (None)
     assert statuses[200] and len(set(statuses) & REFUSALS) >= 8, statuses
     assert "Traceback" not in capfd.readouterr().err  # none of them met a bug
@@ -598,6 +761,24 @@ def test_a_run_chosen_saved_again_damaged_or_deleted_while_shown_is_said_on_the_
         assert status == 200 and "was deleted after the lab read it" in answer["model"]["warning"]
         assert set(run["name"] for run in lab_served.request("GET", "/api/runs")[1]["runs"]) == {"mine"}
         assert lab_served.post("/api/look", {"text": TEXT, "run": "never"})[0] == 404
+
+
+@pytest.mark.parametrize("damage", ["[" * 200_000, '{"steps": 1' + "0" * 5000 + "}"],
+                         ids=["nested 200,000 deep", "an integer of 5,001 digits"])
+def test_a_run_whose_model_json_is_damaged_is_listed_as_damaged_and_the_others_as_before(play, tmp_path, damage):
+    """The review's: such a model.json made /api/runs answer 500 at every poll of the page."""
+    home = tmp_path / "home"
+    shutil.copytree(play.folder, home / "runs" / "mine")
+    shutil.copytree(play.folder, home / "runs" / "bad")
+    (home / "runs" / "bad" / "model.json").write_text(damage)
+    with serving(checkpoint.load(home / "runs" / "mine"), home) as lab_served:
+        status, listing = lab_served.request("GET", "/api/runs")
+        assert status == 200, listing
+        listed = {run["name"]: run for run in listing["runs"]}
+        assert listed["bad"]["state"] == "DAMAGED" and "model.json is damaged (not valid JSON" in listed["bad"]["damaged"]
+        assert listed["mine"]["state"] == "finished"
+        status, refused = lab_served.post("/api/look", {"text": TEXT, "run": "bad"})
+        assert status == 400 and "model.json is damaged" in refused["error"]
 
 
 # --- the command line ---------------------------------------------------------------------------------------------

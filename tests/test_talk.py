@@ -223,17 +223,23 @@ def home_of_runs(tiny_checkpoint, tiny_play_checkpoint, tmp_path):
                          ("shakespeare", tiny_play_checkpoint), ("halfway", tiny_checkpoint),
                          ("broken", tiny_checkpoint)):
         shutil.copytree(source, runs / name)
-    edit_json(runs / "halfway" / "resume.json", lambda progress: progress.update(done=False, step=200))
+    edit_json(runs / "halfway" / "resume.json", lambda progress: stopped_at(progress, 200))
     truncate_weights(runs / "broken")
     (runs / "interrupted").mkdir()
-    shutil.copy(tiny_checkpoint / "resume.npz", runs / "interrupted")  # its resume state is whole, and no model yet
-    (runs / "interrupted" / "resume.json").write_text(json.dumps(
-        {"step": 40, "total_steps": 2200, "done": False, "settings": {"corpus_path": "data/poems.txt"},
-         "resume_sha256": checkpoint.sha256_of(runs / "interrupted" / "resume.npz")}))
+    for name in ("resume.npz", "resume.json"):  # its resume state is whole, and no model yet
+        shutil.copy(tiny_checkpoint / name, runs / "interrupted")
+    edit_json(runs / "interrupted" / "resume.json", lambda progress: stopped_at(
+        progress, 40, total_steps=2200, settings={"corpus_path": "data/poems.txt"}))
     for age, name in enumerate(SAVED):
         for file in (runs / name).iterdir():  # an hour apart, the first named the last saved
             os.utime(file, (1_800_000_000 - 3600 * age,) * 2)
     return tmp_path
+
+
+def stopped_at(progress, step, **changes):
+    """A resume.json's progress made that of the same run interrupted after step."""
+    progress.update(step=step, done=False, step_losses=progress["step_losses"][:step],
+                    history=[entry for entry in progress["history"] if entry["step"] <= step], **changes)
 
 
 def run_talk_in(folder, text, *args):
@@ -294,7 +300,7 @@ def test_the_old_model_of_a_plain_checkpoint_folder_still_loads(tiny_checkpoint,
 @pytest.mark.parametrize("name, message", [
     ("shake", "'shake' starts the names of 2 runs in checkpoints/runs/: shakespeare, shakespeare-sonnets; "
               "give more of the name"),
-    ("hamlet", "no folder hamlet/, and no run in checkpoints/runs/ is named 'hamlet' or starts so; "
+    ("hamlet", "no run in checkpoints/runs/ is named 'hamlet' or starts so; "
                "python talk.py --list lists the runs, python train.py trains one"),
 ])
 def test_a_name_that_names_no_run_or_two_is_one_line(home_of_runs, name, message):

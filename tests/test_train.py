@@ -5,12 +5,15 @@ short enough that a whole run takes a second or two. One test runs train.py as a
 what only a process shows: Ctrl-C from the terminal, with the reader of its stdout gone.
 """
 
+import errno
+import json
 import os
 import re
 import shutil
 import signal
 import sys
 import types
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,10 +22,11 @@ import pytest
 
 import config
 from conftest import WORDS, one_line_error, run_main, run_script, started, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint, corpus, gpt2, run_log, runs, settings, wording
+from engineering import checkpoint, corpus, files, gpt2, run_log, runs, settings, wording
 from engineering.errors import InputError
 from engineering.settings import SettingsParser
 import train
+import transformer
 from engineering.corpus import read_corpus, read_rows, read_text, split_rows, split_text
 from transformer import ModelConfig, forward
 
@@ -744,30 +748,27 @@ def test_a_run_with_no_model_yet_is_listed_so_with_how_to_free_its_name(home):
         runs.check_run_name(home, "empty")  # its name, taken, says how to free it
 
 
-def test_remove_asks_or_takes_yes_and_removes_only_a_run_by_its_name(home):
-    refused = run_main("train.py", "--remove", "done", "--checkpoint", home)  # stdin is no terminal: it cannot ask
-    assert "add --yes to remove it without being asked" in one_line_error(refused)
-    for bad in ("../done", "/tmp", ".."):
+def test_remove_asks_naming_the_whole_path_or_takes_yes_and_removes_only_a_run_by_its_name(home, monkeypatch):
+    monkeypatch.chdir(home.parent)
+    relative = Path(home.name)  # --checkpoint checkpoints, as a person types it
+    refused = run_main("train.py", "--remove", "done", "--checkpoint", relative)  # stdin is no terminal: it cannot ask
+    assert f"--remove would remove the run done, the folder {home}/runs/done/ (finished, " in one_line_error(refused)
+    for bad in ("../done", "/tmp", "..", "~", "./done", ""):
         assert "--remove takes a run's name" in one_line_error(run_main("train.py", "--remove", bad, "--checkpoint",
                                                                         home))
     assert (home / "runs" / "done" / "model.npz").exists()
     removed = run_main("train.py", "--remove", "empty", "--yes", "--checkpoint", home)
-    assert removed.stdout.startswith(f"removed the run empty in {home}/runs/ (no model yet, 0 steps; 0 files")
+    assert removed.stdout == f"removed the run empty, the folder {home}/runs/empty/ (no model yet, 0 steps; 0 files, " \
+                             f"0.0 MB)\n"
     assert not (home / "runs" / "empty").exists()
 
 
-def test_remove_refuses_a_run_a_training_writes_to(home):
-    with runs.locked(home / "runs" / "done"), pytest.raises(InputError, match="another training is writing to"):
+def test_remove_refuses_a_run_a_training_writes_to_saying_to_stop_it_first(home):
+    with runs.locked(home / "runs" / "done"), pytest.raises(InputError) as refused:
         runs.remove(home, "done", confirmed=True)
+    assert str(refused.value) == (f"a training is writing to {home}/runs/done/; stop its training first (Ctrl-C where "
+                                  f"it runs: it saves what a resume needs), then remove the run")
     assert (home / "runs" / "done").exists()
-
-
-def test_a_run_without_its_resume_state_is_said_to_have_a_whole_model(home):
-    with pytest.raises(InputError) as refused:
-        runs.run_to_resume(home, "model-only")
-    assert "saved its model but no state to resume from" in str(refused.value)
-    assert f"its model is whole: python talk.py --checkpoint {home}/runs/model-only" in str(refused.value)
-    assert checkpoint.load(home / "runs" / "model-only").meta["steps"] > 0  # and it is
 
 
 def test_a_finished_run_is_extended_by_more_steps(tmp_path, corpus):
@@ -812,7 +813,7 @@ def test_a_run_whose_resume_state_is_damaged_is_listed_so_and_its_model_still_re
 
 @pytest.mark.parametrize("value, said", [("", "--checkpoint '' names nothing"),
                                          ("nowhere/run", "there is no folder nowhere/run/"),
-                                         ("notes.txt", "notes.txt is a file, not a run's folder")])
+                                         ("./notes.txt", "./notes.txt is a file, not a run's folder")])
 def test_a_checkpoint_that_is_no_folder_is_said_to_be_what_it_is(home, value, said, monkeypatch):
     monkeypatch.chdir(home)
     (home / "notes.txt").write_text("not a model")
@@ -843,3 +844,252 @@ def test_a_second_ctrl_c_says_what_was_kept(tmp_path, saved, capsys):
     else:
         assert "before the run's first validation: nothing was saved, and the run leaves no folder" in said
         assert "--resume" not in said
+
+
+# --- a run is found among the runs, read with every file checked, and the system's errors are said -------------------
+
+def test_a_folder_of_the_current_folder_named_like_a_run_survives_remove(home, monkeypatch, tmp_path):
+    """The review's: `--remove victimdir --yes` deleted ./victimdir/; `--remove examples`, the project's examples/."""
+    monkeypatch.chdir(tmp_path)  # home is tmp_path/checkpoints, named --checkpoint checkpoints as a person types it
+    victim = tmp_path / "victimdir"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("precious\n")
+    shutil.copytree(home / "runs" / "done", home / "runs" / "examples")
+    shutil.copytree(home / "runs" / "done", tmp_path / "examples")  # a folder here, named as a run is
+    refused = one_line_error(run_main("train.py", "--remove", "victimdir", "--yes", "--checkpoint", "checkpoints"))
+    assert refused.startswith("error: no run in checkpoints/runs/ is named 'victimdir' or starts so; ")
+    assert one_line_error(run_main("train.py", "--remove", "checkpoints", "--yes", "--checkpoint", "checkpoints"))
+    removed = run_main("train.py", "--remove", "examples", "--yes", "--checkpoint", "checkpoints")
+    assert removed.stdout.startswith(f"removed the run examples, the folder {home}/runs/examples/ (finished")
+    assert (victim / "notes.txt").read_text() == "precious\n" and (tmp_path / "examples" / "model.npz").exists()
+    assert sorted(path.name for path in (home / "runs").iterdir()) == ["done", "empty", "model-only"]
+
+
+def test_a_bare_name_is_a_runs_and_a_folder_is_read_where_it_is_written_as_a_path(home, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(home / "runs" / "model-only", tmp_path / "done")  # a folder here, named as a run is
+    assert runs.find("done", home) == home / "runs" / "done" and runs.find("do", home) == home / "runs" / "done"
+    assert runs.find("./done", home) == Path("done") and runs.find(str(tmp_path / "done"), home) == tmp_path / "done"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert runs.find("~/done", home) == tmp_path / "done"
+    (tmp_path / "gpt2").mkdir()  # a GPT-2 folder, given as a bare name
+    with pytest.raises(InputError, match=re.escape(f"no run in {home}/runs/ is named 'gpt2' or starts so; the folder "
+                                                   f"gpt2/ here is read where it is written as a path: --checkpoint "
+                                                   f"./gpt2;")):
+        runs.find("gpt2", home)
+    assert runs.find("gpt2/", home) == Path("gpt2")
+    assert wording.written_as_path("gpt2/") and wording.written_as_path("./gpt2") and not wording.written_as_path("gpt2")
+    assert wording.talk_command(Path("done")) == "python talk.py --checkpoint ./done"  # a run moved here, as a path
+    assert run_log.resume_command(Path("done")) == "python train.py --resume ./done"
+
+
+def test_a_folder_in_runs_that_holds_no_run_is_not_removed(home):
+    notes = home / "runs" / "mynotes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("precious\n")
+    refused = one_line_error(run_main("train.py", "--remove", "mynotes", "--yes", "--checkpoint", home))
+    assert f"{notes}/ is in {home}/runs/ but is not a run's folder: it holds no model.json or resume.json, and " \
+           f"holds what no training writes (notes.txt); nothing was removed" in refused
+    assert (notes / "notes.txt").read_text() == "precious\n"
+    assert "mynotes is not a run's folder: it holds what no training writes, and --remove leaves it" in \
+        runs.runs_table(home)
+
+
+def test_a_run_that_is_a_link_loses_its_link_and_its_folder_stays(home, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(home / "runs" / "done", elsewhere)
+    (home / "runs" / "linked").symlink_to(elsewhere, target_is_directory=True)
+    held = sorted(path.name for path in elsewhere.iterdir())
+    removed = run_main("train.py", "--remove", "linked", "--yes", "--checkpoint", home)
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout == f"removed the link {home}/runs/linked to {elsewhere}/ (the folder it points to is kept)\n"
+    assert not os.path.lexists(home / "runs" / "linked") and sorted(path.name for path in elsewhere.iterdir()) == held
+
+
+@pytest.mark.parametrize("damage", ["[" * 200_000, '{"format": "numpy-gpt-checkpoint", "steps": 1' + "0" * 5000 + "}"],
+                         ids=["nested 200,000 deep", "an integer of 5,001 digits"])
+def test_a_run_whose_model_json_is_nested_deep_or_holds_a_huge_integer_blocks_no_other(home, damage):
+    """The review's: such a model.json made --list, talk.py and --remove of that very run end in a traceback."""
+    bad = home / "runs" / "bad"
+    shutil.copytree(home / "runs" / "done", bad)
+    (bad / "model.json").write_text(damage)
+    (bad / ".model.json.tmp").write_text(damage)  # and the record of a save that a kill stopped before its renames
+    listed = run_main("train.py", "--list", "--checkpoint", home)
+    assert listed.returncode == 0 and re.search(r"^ +bad +.* DAMAGED", listed.stdout, re.M), listed.stdout
+    assert f"bad is damaged: {bad}/model.json is damaged (not valid JSON: " in listed.stdout
+    talked = run_main("talk.py", "--checkpoint", home, stdin="/quit\n")
+    assert talked.returncode == 0 and talked.stdout.startswith("model done: ")
+    assert run_main("train.py", "--remove", "bad", "--yes", "--checkpoint", home).returncode == 0
+    assert not bad.exists()
+
+
+def rewrite_resume_json(folder, change):
+    """resume.json of a run with change(its dict) made, as an edit by hand makes it (resume.npz still matches it)."""
+    progress = checkpoint.read_record(folder / "resume.json")
+    change(progress)
+    (folder / "resume.json").write_text(json.dumps(progress))
+
+
+def without_adam_m(folder):
+    """resume.npz written again without AdamW's m, and resume.json told its new sha256, as the review made it."""
+    arrays = dict(np.load(folder / "resume.npz"))
+    del arrays["adam.m"]
+    sha256 = checkpoint.write_npz_staged(folder / "resume.npz", arrays)
+    files.publish_staged([folder / "resume.npz"])
+    rewrite_resume_json(folder, lambda progress: progress.update(resume_sha256=sha256))
+
+
+RESUME_DAMAGE = {  # the review's: each gave a traceback on --resume
+    "no adam_t": (lambda folder: rewrite_resume_json(folder, lambda p: p.pop("adam_t")), '"adam_t" is missing'),
+    "no adam.m": (without_adam_m, "it does not hold this model's parameters (missing ['adam.m'])"),
+    "a step of -5": (lambda folder: rewrite_resume_json(folder, lambda p: p.update(step=-5)), "out of range"),
+    'a step of "7"': (lambda folder: rewrite_resume_json(folder, lambda p: p.update(step="7")),
+                      '"step" is not a whole number'),
+    'a history of "x"': (lambda folder: rewrite_resume_json(folder, lambda p: p.update(history="x")),
+                         '"history" is not a list'),
+    "a history without its losses": (lambda folder: rewrite_resume_json(folder, lambda p: p.update(history=[{"step": 9}])),
+                                 '"history" is not validations at steps 1 to'),
+}
+
+
+@pytest.mark.parametrize("damage", RESUME_DAMAGE)
+def test_a_damaged_resume_state_is_named_in_one_line_by_resume_and_list(home, damage):
+    make, said = RESUME_DAMAGE[damage]
+    folder = home / "runs" / "done"
+    make(folder)
+    refused = one_line_error(run_main("train.py", "--resume", "done", "--max_steps", "9999", "--checkpoint", home))
+    assert said in refused and "resume." in refused and f"--remove done --checkpoint {home}" in refused, refused
+    assert re.search(r"^\*? +done +", runs.runs_table(home), re.M)  # and the listing still lists it
+
+
+def npz_of_headers(path, shapes):
+    """An .npz whose arrays are headers alone: each says it holds float32 numbers of its shape, and holds none."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, shape in shapes.items():
+            with archive.open(f"{name}.npy", "w") as stream:
+                np.lib.format.write_array_header_1_0(stream, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return checkpoint.sha256_of(path)
+
+
+@pytest.mark.parametrize("claim", ["a shape model.json does not say", "the shapes model.json says, of a huge model"])
+def test_an_npz_header_that_asks_for_any_memory_is_refused_before_any_array_is_read(home, claim, monkeypatch):
+    """The review's: a header of (10^6, 10^6) made loading ask for 3.64 TiB; and one just under free memory would be
+    given it. No array is read until every header agrees with model.json, within the bytes of the file."""
+    folder = home / "runs" / "done"
+    meta = checkpoint.read_record(folder / "model.json")
+    if claim == "a shape model.json does not say":
+        shapes = {**transformer.param_shapes(ModelConfig(**meta["model"])), "tok_emb": (10 ** 6, 10 ** 6)}
+    else:
+        meta["model"].update(vocab_size=10 ** 6, emb_dim=10 ** 4, num_heads=1, ff_dim=10 ** 4)
+        shapes = transformer.param_shapes(ModelConfig(**meta["model"]))
+    meta["weights_sha256"] = npz_of_headers(folder / "model.npz", shapes)
+    (folder / "model.json").write_text(json.dumps(meta))
+
+    def read_array(*args, **kwargs):
+        raise AssertionError("an array was read before its header was checked")
+    monkeypatch.setattr(np.lib.format, "read_array", read_array)
+    said = re.escape("tok_emb has shape (1000000, 1000000), model.json says") if claim.startswith("a shape") else \
+        r"its headers ask for [\d,]{14,} bytes of numbers, and the file holds [\d,]+\)"
+    with pytest.raises(InputError, match=re.escape(f"{folder}/model.npz is damaged (") + said):
+        checkpoint.load(folder)
+
+
+def disk_full_from(monkeypatch, count):
+    """The disk fills at the count-th file flushed to it (os.fsync, 1, 2, ...): that flush and every later one fail."""
+    real, flushed = os.fsync, []
+
+    def fsync(fd):
+        flushed.append(fd)
+        if len(flushed) >= count:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+# a validation's save flushes model.tok.json, model.npz and model.json (where its model is the best so far), then
+# resume.npz, resume.json and losses.csv: the 4th flush is the first resume.npz, the 7th the second validation's first
+@pytest.mark.parametrize("flush, kept", [(4, "the model of step 10 is kept in {folder}/; free some space, and resume "
+                                              "with: python train.py --resume cut --checkpoint {home} (it takes its "
+                                              "steps again from the first: the same seed, the same steps)"),
+                                         (7, "the model of step 10 and the state to resume from of step 10 are kept in "
+                                             "{folder}/; free some space, and resume with: python train.py --resume "
+                                             "cut --checkpoint {home}")], ids=["at the first save", "at a later save"])
+def test_a_full_disk_says_what_is_kept_and_the_run_resumes_to_the_same_files(tmp_path, corpus, monkeypatch, flush,
+                                                                             kept):
+    """The review's: a full disk said only `[Errno 28] No space left on device`, and after one at the first save
+    --resume said the run could not go on, though its model was kept."""
+    s = tiny_settings(tmp_path / "ck", corpus, max_steps=30, eval_interval=10, patience=0)
+    whole = train.train(tiny_settings(tmp_path / "whole", corpus, max_steps=30, eval_interval=10, patience=0))
+    disk_full_from(monkeypatch, flush)
+    with pytest.raises(InputError) as full:
+        train.train(s, name="cut")
+    monkeypatch.undo()
+    folder = tmp_path / "ck" / "runs" / "cut"
+    step = 10 if flush == 4 else 20
+    assert str(full.value) == f"the disk is full, so the save at step {step} failed: " + \
+        kept.format(folder=folder, home=tmp_path / "ck")
+    assert not list(folder.glob(".*.tmp"))  # what the failed save had written is gone, and its space with it
+    resumed = run_main("train.py", "--resume", "cut", "--checkpoint", tmp_path / "ck")
+    assert resumed.returncode == 0, resumed.stderr
+    for file in ("model.npz", "resume.npz", "losses.csv"):
+        assert (whole / file).read_bytes() == (folder / file).read_bytes(), file
+
+
+def test_a_folder_that_cannot_be_written_is_said_with_what_was_kept(home, monkeypatch):
+    class ReadOnly:  # filelock's FileLock on a read-only disk: the lock file cannot be made
+        def __init__(self, path):
+            self.path = path
+
+        def acquire(self, timeout):
+            raise OSError(errno.EROFS, "Read-only file system", str(self.path))
+    monkeypatch.setattr(runs, "FileLock", ReadOnly)
+    refused = one_line_error(run_main("train.py", "--remove", "done", "--yes", "--checkpoint", home))
+    assert refused == (f"error: cannot write the run's lock, {home}/runs/done/.lock: the file system is read-only; "
+                       f"nothing in {home}/runs/done/ was changed: use a folder that can be written, and try again")
+    assert (home / "runs" / "done" / "model.npz").exists()
+
+
+def test_a_name_too_long_for_a_folder_is_said_in_a_short_line(home, corpus, monkeypatch, tmp_path):
+    """The review's: a name of 300 characters came back whole in `[Errno 36] File name too long: '...'`."""
+    monkeypatch.chdir(tmp_path)
+    long = "a" * 300
+    for script, *args in [("train.py", "--name", long, "--corpus_path", corpus, "--checkpoint", home),
+                          ("train.py", "--remove", long, "--checkpoint", home),
+                          ("train.py", "--resume", long, "--checkpoint", home),
+                          ("talk.py", "--checkpoint", long), ("generate.py", "the", "--checkpoint", long)]:
+        line = one_line_error(run_main(script, *args))
+        assert long not in line and "(300 characters)" in line and len(line) < 300, (script, line)
+
+
+def test_what_a_killed_save_left_is_deleted_at_the_runs_next_listing_or_start(tmp_path, corpus, monkeypatch):
+    s = tiny_settings(tmp_path / "ck", corpus, max_steps=30, eval_interval=10)
+    ctrl_c_at(monkeypatch, 15)
+    with pytest.raises(SystemExit):
+        train.train(s, name="cut")
+    monkeypatch.undo()
+    folder = tmp_path / "ck" / "runs" / "cut"
+    stale = [folder / name for name in (".model.npz.tmp", ".model.tok.json.tmp", ".resume.npz.tmp", ".losses.csv.tmp",
+                                        ".losses.png.tmp")]
+    staged = folder / ".model.json.tmp"  # a record that names the files in place: the next save renames it
+    for path in stale:
+        path.write_bytes(b"half written by a save that a kill stopped")
+    shutil.copy(folder / "model.json", staged)
+    with runs.locked(folder):  # a training writing them: a listing leaves them
+        runs.runs_table(tmp_path / "ck")
+        assert all(path.exists() for path in stale)
+    runs.runs_table(tmp_path / "ck")
+    assert not any(path.exists() for path in stale) and staged.exists()
+    for path in stale:
+        path.write_bytes(b"half written by a save that a kill stopped")
+    train.train(s, resume_from=folder)  # its start, under its lock
+    assert sorted(path.name for path in folder.glob(".*")) == [".lock"]
+
+
+def test_list_stars_only_the_latest_finished_run(home):
+    """* is the latest finished run, as the listing's first line says; with none finished, nothing is starred."""
+    assert re.search(r"^\* +done ", runs.runs_table(home), re.M)
+    shutil.rmtree(home / "runs" / "done")
+    table = runs.runs_table(home)
+    assert "*" not in table.split("\n", 1)[1] and re.search(r"^ +model-only +.* interrupted ", table, re.M)
+    assert "no run is finished yet: without --checkpoint, talk.py reads model-only, the latest run with a whole " \
+           "model" in table
