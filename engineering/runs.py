@@ -22,7 +22,7 @@ from filelock import FileLock, Timeout
 
 from engineering import checkpoint, gpt2
 from engineering.errors import InputError
-from engineering.settings import given, replaced
+from engineering.settings import given, read_back, replaced
 from engineering.wording import plural, removal, talk_command
 
 
@@ -301,7 +301,7 @@ def resume_settings(s, argv, name, parser):
     typed = given(argv) - {"checkpoint", "resume"}
     changed = {setting for setting in typed if setting in EXTENDING}
     folder = run_to_resume(Path(s.checkpoint), name or None, extending=bool(changed))
-    saved = checkpoint.read_progress(folder)["settings"]
+    saved = read_back(checkpoint.read_progress(folder)["settings"])
     for setting in typed - changed:
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "

@@ -18,6 +18,26 @@ def to_torch(params, requires_grad=True):
 
 
 def forward(tparams, ids, cfg):  # (B, T) long tensor -> logits (B, T, V)
+    if cfg.family == "modern":  # one of today's options
+        return modern_forward(tparams, ids, cfg)
+    B, T = ids.shape
+    C, nh = cfg.emb_dim, cfg.num_heads
+    x = tparams["tok_emb"][ids] + tparams["pos_emb"][:T]
+    for layer in range(cfg.num_layers):
+        p = {key.split(".", 1)[1]: t for key, t in tparams.items() if key.startswith(f"block{layer}.")}
+        h = F.layer_norm(x, (C,), p["ln1_gain"], p["ln1_shift"], cfg.ln_eps)
+        W_qkv = torch.cat([p["Wq"], p["Wk"], p["Wv"]], dim=1)
+        b_qkv = torch.cat([p["bq"], p["bk"], p["bv"]])
+        q, k, v = (h @ W_qkv + b_qkv).view(B, T, 3, nh, C // nh).permute(2, 0, 3, 1, 4)
+        heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+        x = x + heads.transpose(1, 2).reshape(B, T, C) @ p["Wo"] + p["bo"]
+        h = F.layer_norm(x, (C,), p["ln2_gain"], p["ln2_shift"], cfg.ln_eps)
+        x = x + F.gelu(h @ p["W1"] + p["b1"], approximate="tanh") @ p["W2"] + p["b2"]
+    x = F.layer_norm(x, (C,), tparams["lnf_gain"], tparams["lnf_shift"], cfg.ln_eps)
+    return x @ tparams["W_out"] + tparams["b_out"]
+
+
+def modern_forward(tparams, ids, cfg):  # (B, T) long tensor -> logits (B, T, V): forward with today's options
     B, T = ids.shape
     nh, kvh, hs = cfg.num_heads, cfg.kv_heads, cfg.head_dim
     x = tparams["tok_emb"][ids]
@@ -31,7 +51,8 @@ def forward(tparams, ids, cfg):  # (B, T) long tensor -> logits (B, T, V)
         q, k, v = qkv.split([nh * hs, kvh * hs, kvh * hs], dim=-1)
         q, k, v = (t.view(B, T, -1, hs).transpose(1, 2) for t in (q, k, v))  # (B, heads, T, hs)
         if cfg.qk_norm:
-            q, k = F.rms_norm(q, (hs,), p["rmsq_gain"], cfg.ln_eps), F.rms_norm(k, (hs,), p["rmsk_gain"], cfg.ln_eps)
+            q = F.rms_norm(q, (hs,), p["rmsq_gain"], cfg.ln_eps)
+            k = F.rms_norm(k, (hs,), p["rmsk_gain"], cfg.ln_eps)
         if cfg.positions == "rope":
             q, k = rotated(q, cfg.rope_theta), rotated(k, cfg.rope_theta)
         heads = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kvh < nh)  # (B, nh, T, hs)
