@@ -15,7 +15,7 @@ num_layers = 2  # transformer blocks
 ff_dim = 128  # hidden width of each block's MLP
 ln_eps = 1e-5  # added to the variance in every layer norm, so no division by zero
 # today's family, each default GPT-2's: python train.py --norm rmsnorm --positions rope --mlp swiglu --kv_heads 1
-norm = "layernorm"  # every norm: "layernorm", or "rmsnorm" (each row only scaled, by 1 / its root mean square; no shift)
+norm = "layernorm"  # every norm: "layernorm", or "rmsnorm" (each row only scaled, by 1 / its root mean square)
 positions = "learned"  # "learned" (the position table), or "rope" (each head's queries and keys turned by position)
 rope_theta = 10000.0  # with rope: pair i of a head turns by t * rope_theta^(-2i/head_dim) at position t
 mlp = "gelu"  # each block's MLP: "gelu", or "swiglu", (silu(x W_gate) * (x W_up)) W_down

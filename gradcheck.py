@@ -367,13 +367,14 @@ def modern_block_inputs(rng, cfg):
 
 def check_rmsnorm(rng, backward):
     x, gain = rng.normal(size=(2, 3, 6)), rng.normal(size=6)
-    return layer_errors(lambda: tf.rmsnorm_forward(x, gain, 1e-5), lambda d, c: dict(zip(("x", "gain"), backward(d, c))),
-                        {"x": x, "gain": gain}, rng)
+    return layer_errors(lambda: tf.rmsnorm_forward(x, gain, 1e-5),
+                        lambda d, c: dict(zip(("x", "gain"), backward(d, c))), {"x": x, "gain": gain}, rng)
 
 
 def check_rope(rng, backward):
     x, angles = rng.normal(size=(2, 3, 5, 4)), tf.rope_angles(2, 5, 4, 10.0)  # positions 2..6 of heads of 4
-    return layer_errors(lambda: tf.rope_forward(x, angles), lambda d, c: {"x": backward(d, c)}, {"x": x}, rng)
+    return layer_errors(lambda: tf.rope_forward(x, np.cos(angles), np.sin(angles)), lambda d, c: {"x": backward(d, c)},
+                        {"x": x}, rng)
 
 
 def check_repeat_kv(rng, backward):

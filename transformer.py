@@ -3,7 +3,8 @@
 Shape letters used in the signature comments:
     B   sequences in a batch            T   tokens in a sequence (at most context_len)
     C   emb_dim, the width of a token vector
-    nh  num_heads                       hs  head_dim = C // nh
+    nh  num_heads                       hs  head_dim, C // nh unless set
+    kvh kv_heads, heads of keys and values (nh unless set)
     F   ff_dim, the MLP's hidden width  V   vocab_size
     L   num_layers                      N   B * T, rows once a batch is flattened
 
@@ -11,6 +12,8 @@ Every layer is a `*_forward` returning (output, cache) and a `*_backward` right 
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
 forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on (B, T, ...) arrays.
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
+Today's pieces (RMSNorm, rotary positions, SwiGLU, grouped keys and values, QK-norm) are options of ModelConfig;
+each pair sits beside its GPT-2 sibling, and a model with one of them takes modern_forward (cfg.family).
 """
 
 import math
@@ -44,14 +47,17 @@ class ModelConfig:
         for name in ("vocab_size", "context_len", "emb_dim", "num_heads", "num_layers", "ff_dim"):
             if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) > 0):
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
+        for name in ("kv_heads", "head_dim"):
+            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 0):
+                raise ValueError(f"ModelConfig.{name} must be 0 or a positive integer, got {getattr(self, name)!r}")
         if self.emb_dim % self.num_heads and not self.head_dim:
             raise ValueError(f"emb_dim ({self.emb_dim}) must be divisible by num_heads ({self.num_heads})")
         if not self.ln_eps > 0:
             raise ValueError(f"ln_eps must be positive, got {self.ln_eps}")
-        self.check_options()
-        # 0 stands for GPT-2's value: the field holds the number itself, so cfg.head_dim and cfg.kv_heads are sizes
+        # 0 stands for GPT-2's value, and the field then holds that number: cfg.head_dim and cfg.kv_heads are sizes
         object.__setattr__(self, "head_dim", self.head_dim or self.emb_dim // self.num_heads)
         object.__setattr__(self, "kv_heads", self.kv_heads or self.num_heads)
+        self.check_options()
 
     def check_options(self):
         """Raise ValueError, naming the value, unless today's options can build a model."""
@@ -60,15 +66,12 @@ class ModelConfig:
                               ("tied_head", (False, True))):
             if getattr(self, name) not in choices or type(getattr(self, name)) is not type(choices[0]):
                 raise ValueError(f"{name} must be {' or '.join(map(repr, choices))}, got {getattr(self, name)!r}")
-        for name in ("kv_heads", "head_dim"):
-            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 0):
-                raise ValueError(f"ModelConfig.{name} must be 0 or a positive integer, got {getattr(self, name)!r}")
-        if self.num_heads % (self.kv_heads or self.num_heads):
+        if self.num_heads % self.kv_heads:
             raise ValueError(f"kv_heads ({self.kv_heads}) must divide num_heads ({self.num_heads}): each key/value "
                              f"head serves num_heads / kv_heads query heads")
-        if self.positions == "rope" and (self.head_dim or self.emb_dim // self.num_heads) % 2:
+        if self.positions == "rope" and self.head_dim % 2:
             raise ValueError(f"positions 'rope' turns a head's numbers in pairs: its head_dim must be even, got "
-                             f"{self.head_dim or self.emb_dim // self.num_heads}")
+                             f"{self.head_dim}")
         if not self.rope_theta > 0:
             raise ValueError(f"rope_theta must be positive, got {self.rope_theta}")
 
@@ -90,7 +93,7 @@ BLOCK_KEYS = ("ln1_gain", "ln1_shift", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo",
 
 def param_shapes(cfg):
     """Name -> shape of every parameter, in the canonical order that checkpoints keep."""
-    if cfg.family == "modern":  # a model with one of today's options: its tensors and their order there
+    if cfg.family == "modern":  # one of today's options: modern_param_shapes gives the tensors and their order
         return modern_param_shapes(cfg)
     V, Tmax, C, F = cfg.vocab_size, cfg.context_len, cfg.emb_dim, cfg.ff_dim
     shapes = {"tok_emb": (V, C), "pos_emb": (Tmax, C)}
@@ -121,10 +124,10 @@ def modern_param_shapes(cfg):
     q_width, kv_width = cfg.num_heads * hs, cfg.kv_heads * hs
     mlp = {"W1": (C, F), "b1": (F,), "W2": (F, C), "b2": (C,)} if cfg.mlp == "gelu" else \
         {"W_gate": (C, F), "b_gate": (F,), "W_up": (C, F), "b_up": (F,), "W_down": (F, C), "b_down": (C,)}
+    qk_norm = {"rmsq_gain": (hs,), "rmsk_gain": (hs,)} if cfg.qk_norm else {}
     block = {**norm_shapes("1", cfg), "Wq": (C, q_width), "bq": (q_width,), "Wk": (C, kv_width), "bk": (kv_width,),
-             "Wv": (C, kv_width), "bv": (kv_width,), **({"rmsq_gain": (hs,), "rmsk_gain": (hs,)} if cfg.qk_norm
-                                                         else {}),
-             "Wo": (q_width, C), "bo": (C,), **norm_shapes("2", cfg), **mlp}
+             "Wv": (C, kv_width), "bv": (kv_width,), **qk_norm, "Wo": (q_width, C), "bo": (C,), **norm_shapes("2", cfg),
+             **mlp}
     shapes = {"tok_emb": (V, C), **({"pos_emb": (Tmax, C)} if cfg.positions == "learned" else {})}
     for layer in range(cfg.num_layers):
         shapes.update({f"block{layer}.{key}": shape for key, shape in block.items()})
@@ -219,7 +222,7 @@ def block_params(tensors, layer):
 
 
 def modern_block_params(tensors, layer):
-    """block_params of a model with today's options, whose blocks hold other tensors: each absent bias is 0 (NO_BIAS)."""
+    """block_params of a model with today's options, whose blocks hold other tensors; each absent bias is 0."""
     prefix = f"block{layer}."
     return {**NO_BIAS, **{name[len(prefix):]: t for name, t in tensors.items() if name.startswith(prefix)}}
 
@@ -416,16 +419,18 @@ def rope_angles(start, T, hs, theta):  # -> (T, hs/2): the angle of pair i at po
     return positions * theta ** (-np.arange(0, hs, 2) / hs)  # (T, 1) * (hs/2,) -> (T, hs/2)
 
 
-def rope_forward(x, angles):  # (..., T, hs), (T, hs/2) -> (..., T, hs)
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
-    x1, x2 = np.split(x, 2, axis=-1)  # pair i is (x1[..., i], x2[..., i])
+def rope_forward(x, cos, sin):  # (..., T, hs), (T, hs/2), (T, hs/2) -> (..., T, hs)
+    """Pair i of row t turned by the angle a whose cosine and sine are cos[t, i], sin[t, i]."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]  # pair i is (x1[..., i], x2[..., i])
     # a turn by angle a: (x1, x2) -> (x1 cos a - x2 sin a, x1 sin a + x2 cos a)
-    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), angles
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), (cos, sin)
 
 
-def rope_backward(dout, angles):  # (..., T, hs) -> dx (..., T, hs)
-    # a turn is orthogonal: its transpose, which carries the gradient back, is the turn by -angle
-    return rope_forward(dout, -angles)[0]
+def rope_backward(dout, cache):  # (..., T, hs) -> dx (..., T, hs)
+    cos, sin = cache
+    # a turn is orthogonal: its transpose, which carries the gradient back, is the turn by -a (cos a, -sin a)
+    return rope_forward(dout, cos, -sin)[0]
 
 
 # Grouped keys and values (GQA): kvh heads of keys and values for nh heads of queries; key/value head j serves
@@ -448,7 +453,7 @@ class GroupedAttentionCache(NamedTuple):
     projections: tuple  # the caches of the three linear layers that made q, k and v
     q_norm: tuple  # with qk_norm, the caches of the RMSNorms of q and of k; else None
     k_norm: tuple
-    angles: np.ndarray  # with rope, the angles of the T positions (rope_angles); else None
+    turn: tuple  # with rope, the cosines and sines of the angles of the T positions (rope_forward); else None
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
@@ -464,13 +469,14 @@ def gqa_attention_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (
     k_rows, k_cache = linear_forward(x, p["Wk"], p["bk"])  # (B, T, kvh hs)
     v_rows, v_cache = linear_forward(x, p["Wv"], p["bv"])  # (B, T, kvh hs)
     q, k, v = (rows.reshape(B, T, -1, cfg.head_dim).transpose(0, 2, 1, 3) for rows in (q_rows, k_rows, v_rows))
-    q_norm = k_norm = angles = None  # (B, nh, T, hs) and (B, kvh, T, hs) above
+    q_norm = k_norm = turn = None  # (B, nh, T, hs) and (B, kvh, T, hs) above
     if cfg.qk_norm:  # each head's q and k over its hs numbers, one gain each for every head
         q, q_norm = rmsnorm_forward(q, p["rmsq_gain"], cfg.ln_eps)
         k, k_norm = rmsnorm_forward(k, p["rmsk_gain"], cfg.ln_eps)
     if cfg.positions == "rope":  # past holds the positions before these T
         angles = rope_angles(0 if past is None else past[0].shape[2], T, cfg.head_dim, cfg.rope_theta)
-        (q, _), (k, _) = rope_forward(q, angles), rope_forward(k, angles)
+        cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (T, hs/2) each
+        (q, turn), (k, _) = rope_forward(q, cos, sin), rope_forward(k, cos, sin)
     if past is not None:
         k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, kvh, S, hs)
     groups = cfg.num_heads // cfg.kv_heads
@@ -480,11 +486,11 @@ def gqa_attention_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (
     heads = attn @ repeat_kv_forward(v, groups)  # (B, nh, T, hs)
     merged = heads.transpose(0, 2, 1, 3).reshape(B, T, -1)  # (B, nh, T, hs) -> (B, T, nh hs)
     out, out_cache = linear_forward(merged, p["Wo"], p["bo"])
-    return out, GroupedAttentionCache((q_cache, k_cache, v_cache), q_norm, k_norm, angles, q, k, v, attn, out_cache)
+    return out, GroupedAttentionCache((q_cache, k_cache, v_cache), q_norm, k_norm, turn, q, k, v, attn, out_cache)
 
 
 def gqa_attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
-    (q_cache, k_cache, v_cache), q_norm, k_norm, angles, q, k, v, attn, out_cache = cache
+    (q_cache, k_cache, v_cache), q_norm, k_norm, turn, q, k, v, attn, out_cache = cache
     B, nh, T, hs = q.shape
     groups = nh // k.shape[1]
     assert k.shape[2] == T, "no backward through a forward with a key/value cache (past)"
@@ -496,8 +502,8 @@ def gqa_attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dW
     dk = repeat_kv_backward(dscores.swapaxes(-1, -2) @ q, groups)  # (B, kvh, T, hs)
     dv = repeat_kv_backward(attn.swapaxes(-1, -2) @ dheads, groups)
     grads = {"Wo": dWo, "bo": dbo}
-    if angles is not None:  # the turns came last in the forward: first back
-        dq, dk = rope_backward(dq, angles), rope_backward(dk, angles)
+    if turn is not None:  # the turns came last in the forward: first back
+        dq, dk = rope_backward(dq, turn), rope_backward(dk, turn)
     if q_norm is not None:
         dq, grads["rmsq_gain"] = rmsnorm_backward(dq, q_norm)
         dk, grads["rmsk_gain"] = rmsnorm_backward(dk, k_norm)
@@ -752,7 +758,8 @@ def modern_forward_cached(params, ids, cfg, past, start):  # (T,) ints -> logits
     """forward_cached with today's pieces: past and present hold kv_heads heads of keys and values, turned by RoPE
     at their own positions (start: the positions already in past)."""
     params = {**NO_BIAS, **params}
-    X = embed_forward(params, ids[None], start) if cfg.positions == "learned" else token_embed_forward(params, ids[None])
+    batch = ids[None]  # (1, T)
+    X = embed_forward(params, batch, start) if cfg.positions == "learned" else token_embed_forward(params, batch)
     present = []
     for layer in range(cfg.num_layers):
         X, block_cache = modern_block_forward(X, modern_block_params(params, layer), cfg,

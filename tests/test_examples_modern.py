@@ -11,18 +11,23 @@ from transformer import (attention_backward, attention_forward, gqa_attention_ba
 
 
 def test_rope_turns_a_2_vector_by_a_known_angle():
-    # a quarter turn of (3, 4): (3 cos a - 4 sin a, 3 sin a + 4 cos a) at a = pi/2 is (-4, 3)
-    turned, angles = rope_forward(np.array([[3.0, 4.0]]), np.array([[math.pi / 2]]))
-    assert np.allclose(turned, [[-4.0, 3.0]], rtol=0, atol=1e-12)
-    # the backward turns the gradient back, by -pi/2: (-4, 3) -> (3, 4)
-    assert np.allclose(rope_backward(np.array([[-4.0, 3.0]]), angles), [[3.0, 4.0]], rtol=0, atol=1e-12)
+    # a quarter turn of (3, 4): (3 cos a - 4 sin a, 3 sin a + 4 cos a) with cos a = 0, sin a = 1 is (-4, 3)
+    turned, cache = rope_forward(np.array([[3.0, 4.0]]), np.array([[0.0]]), np.array([[1.0]]))
+    assert np.array_equal(turned, [[-4.0, 3.0]])
+    # the backward turns the gradient back, by -a: (-4, 3) -> (3, 4)
+    assert np.array_equal(rope_backward(np.array([[-4.0, 3.0]]), cache), [[3.0, 4.0]])
+    # a sixth of a turn, a = pi/3: cos a = 1/2, sin a = sqrt(3)/2; (2, 0) -> (1, sqrt(3))
+    sixth = math.pi / 3
+    turned, _ = rope_forward(np.array([[2.0, 0.0]]), np.array([[math.cos(sixth)]]), np.array([[math.sin(sixth)]]))
+    assert np.allclose(turned, [[1.0, math.sqrt(3)]], rtol=0, atol=1e-15)
 
 
 def test_rope_angles_by_hand():
     # position 2, a head of 4 numbers (two pairs), theta 100: pair i turns by 2 * 100^(-2i/4): 2 and 2/10
     assert np.allclose(rope_angles(2, 1, 4, 100.0), [[2.0, 0.2]], rtol=0, atol=1e-15)
     # pair i is (x_i, x_{i+2}): turning (1, 0, 0, 0) by angles (a0, a1) moves x_0 into x_2, by a0 alone
-    turned, _ = rope_forward(np.array([[1.0, 0.0, 0.0, 0.0]]), np.array([[0.5, 0.2]]))
+    angles = np.array([[0.5, 0.2]])
+    turned, _ = rope_forward(np.array([[1.0, 0.0, 0.0, 0.0]]), np.cos(angles), np.sin(angles))
     assert np.allclose(turned, [[math.cos(0.5), 0.0, math.sin(0.5), 0.0]], rtol=0, atol=1e-15)
 
 

@@ -87,8 +87,12 @@ def test_rope_scores_depend_on_the_distance_between_positions_only():
     rng = np.random.default_rng(1)
     q, k = rng.normal(size=(1, 8)), rng.normal(size=(1, 8))
 
+    def turned(x, position):
+        angles = rope_angles(position, 1, 8, 100.0)
+        return rope_forward(x, np.cos(angles), np.sin(angles))[0]
+
     def score(t, s):  # q at position t turned, dotted with k at position s turned
-        return (rope_forward(q, rope_angles(t, 1, 8, 100.0))[0] @ rope_forward(k, rope_angles(s, 1, 8, 100.0))[0].T).item()
+        return (turned(q, t) @ turned(k, s).T).item()
     assert np.isclose(score(5, 2), score(12, 9), rtol=0, atol=1e-12) and not np.isclose(score(5, 2), score(5, 3))
 
 
@@ -148,7 +152,8 @@ def test_a_modern_model_trains_is_read_back_and_talked_to(tmp_path, corpus):
     assert list(model.params) == list(param_shapes(model.cfg))
     recorded = json.loads((folder / "model.json").read_text())
     assert {name: recorded["model"][name] for name in MODERN} == MODERN  # and only where not GPT-2's:
-    assert "head_dim" not in recorded["model"] and "qk_norm" in recorded["settings"] and "rope_theta" not in recorded["model"]
+    assert "head_dim" not in recorded["model"] and "rope_theta" not in recorded["model"]
+    assert recorded["settings"]["qk_norm"] is True and "rope_theta" not in recorded["settings"]
     generated = run_main("generate.py", "the cat", "--checkpoint", folder, "--max_new_tokens", "5", "--seed", "1")
     assert generated.returncode == 0 and generated.stdout.startswith("the cat"), generated.stderr
     talked = run_main("talk.py", "--checkpoint", folder, stdin="the dog\n/quit\n")
