@@ -33,6 +33,7 @@ smaller than a layer's; float32 could not tell a right gradient from a slightly 
 import argparse
 import ast
 import contextlib
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -344,8 +345,8 @@ def tiny_model(cfg=TINY):
     return cfg, params, ids, targets
 
 
-def check_model(rng, loss_and_grads):
-    cfg, params, ids, targets = tiny_model()
+def check_model(rng, loss_and_grads, cfg=TINY):
+    cfg, params, ids, targets = tiny_model(cfg)
     _, grads = loss_and_grads(params, ids, targets, cfg)
     return check_params(lambda: loss_and_grads(params, ids, targets, cfg)[0], params, grads)
 
@@ -355,7 +356,8 @@ def check_model(rng, loss_and_grads):
 TINY_MODERN = tf.ModelConfig(vocab_size=7, context_len=8, emb_dim=4, num_heads=2, num_layers=2, ff_dim=8, ln_eps=1e-5,
                              norm="rmsnorm", positions="rope", mlp="swiglu", kv_heads=1, qk_norm=True, bias=False,
                              tied_head=True, head_dim=4)
-WITH_BIASES = tf.ModelConfig(**{**vars(TINY_MODERN), "bias": True})  # the pieces' biases are checked too
+# the pieces on their own: with biases, which are checked too, and 2 key/value heads each serving 2 query heads
+GROUPED = tf.ModelConfig(**{**vars(TINY_MODERN), "num_heads": 4, "kv_heads": 2, "bias": True})
 
 
 def modern_block_inputs(rng, cfg):
@@ -383,14 +385,14 @@ def check_repeat_kv(rng, backward):
 
 
 def check_gqa(rng, backward):
-    p, x = modern_block_inputs(rng, WITH_BIASES), rng.normal(size=(2, 5, 4))
+    p, x = modern_block_inputs(rng, GROUPED), rng.normal(size=(2, 5, 4))
     used = {key: p[key] for key in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "rmsq_gain", "rmsk_gain", "Wo", "bo")}
-    return layer_errors(lambda: tf.gqa_attention_forward(x, p, WITH_BIASES), input_and_params(backward),
+    return layer_errors(lambda: tf.gqa_attention_forward(x, p, GROUPED), input_and_params(backward),
                         {"x": x, **used}, rng)
 
 
 def check_swiglu(rng, backward):
-    p, x = modern_block_inputs(rng, WITH_BIASES), rng.normal(size=(2, 3, 4))
+    p, x = modern_block_inputs(rng, GROUPED), rng.normal(size=(2, 3, 4))
     used = {key: p[key] for key in ("W_gate", "b_gate", "W_up", "b_up", "W_down", "b_down")}
     return layer_errors(lambda: tf.swiglu_forward(x, p), input_and_params(backward), {"x": x, **used}, rng)
 
@@ -399,12 +401,6 @@ def check_modern_block(rng, backward):
     p, x = modern_block_inputs(rng, TINY_MODERN), rng.normal(size=(2, 5, 4))
     return layer_errors(lambda: tf.modern_block_forward(x, {**tf.NO_BIAS, **p}, TINY_MODERN),
                         input_and_params(backward), {"x": x, **p}, rng)
-
-
-def check_modern_model(rng, loss_and_grads):
-    cfg, params, ids, targets = tiny_model(TINY_MODERN)
-    _, grads = loss_and_grads(params, ids, targets, cfg)
-    return check_params(lambda: loss_and_grads(params, ids, targets, cfg)[0], params, grads)
 
 
 # name -> (the backward it judges, the check); in the order a learner meets them, the model last
@@ -425,7 +421,7 @@ CHECKS = {
     "gqa": ("gqa_attention_backward", check_gqa),
     "swiglu": ("swiglu_backward", check_swiglu),
     "mod_block": ("modern_block_backward", check_modern_block),
-    "mod_model": ("loss_and_grads", check_modern_model),
+    "mod_model": ("loss_and_grads", functools.partial(check_model, cfg=TINY_MODERN)),
 }
 
 
