@@ -14,6 +14,16 @@ num_heads = 2  # attention heads per block
 num_layers = 2  # transformer blocks
 ff_dim = 128  # hidden width of each block's MLP
 ln_eps = 1e-5  # added to the variance in every layer norm, so no division by zero
+# today's family, each default GPT-2's: python train.py --norm rmsnorm --positions rope --mlp swiglu --kv_heads 1
+norm = "layernorm"  # every norm: "layernorm", or "rmsnorm" (each row only scaled, by 1 / its root mean square)
+positions = "learned"  # "learned" (the position table), or "rope" (each head's queries and keys turned by position)
+rope_theta = 10000.0  # with rope: pair i of a head turns by t * rope_theta^(-2i/head_dim) at position t
+mlp = "gelu"  # each block's MLP: "gelu", or "swiglu", (silu(x W_gate) * (x W_up)) W_down
+kv_heads = 0  # heads of keys and values, each shared by num_heads / kv_heads query heads; 0 = num_heads
+qk_norm = False  # true: each head's queries and keys through an RMSNorm of their own, as Qwen3's
+bias = True  # false: no bias in any linear layer and no shift in any norm
+tied_head = False  # true: the token table is the head too (logits = x tok_emb^T), no W_out and no b_out
+head_dim = 0  # the width of each head; 0 = emb_dim // num_heads
 dtype = "float32"  # compute dtype of training: float32 (fast) or float64 (what the gradient checks use)
 
 # --- the data ---

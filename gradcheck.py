@@ -17,6 +17,7 @@ smaller than a layer's; float32 could not tell a right gradient from a slightly 
 """
 
 import argparse
+import functools
 import math
 import sys
 
@@ -299,13 +300,12 @@ def check_loss(rng, backward):
                         lambda d, c: {"logits": backward(c) * d}, {"logits": logits}, rng)
 
 
-def tiny_model():
+def tiny_model(cfg=TINY):
     """A model small enough to nudge every entry of every parameter: (cfg, params, ids, targets).
 
     float64 parameters with every tensor random, gains and biases too, so no path hides at 0 or 1;
     ids and targets of shape (B, T) = (3, 5), with id 3 repeated so np.add.at has work to do.
     """
-    cfg = TINY
     rng = np.random.default_rng(0)
     params = tf.init_params(cfg, rng)
     for tensor in params.values():
@@ -317,10 +317,62 @@ def tiny_model():
     return cfg, params, ids, targets
 
 
-def check_model(rng, loss_and_grads):
-    cfg, params, ids, targets = tiny_model()
+def check_model(rng, loss_and_grads, cfg=TINY):
+    cfg, params, ids, targets = tiny_model(cfg)
     _, grads = loss_and_grads(params, ids, targets, cfg)
     return check_params(lambda: loss_and_grads(params, ids, targets, cfg)[0], params, grads)
+
+
+# Today's pieces, each on its own, then a block and the whole model with every option on together: RMSNorm, RoPE,
+# SwiGLU, kv_heads < num_heads, QK-norm, head_dim != C / nh, no bias and a tied head.
+TINY_MODERN = tf.ModelConfig(vocab_size=7, context_len=8, emb_dim=4, num_heads=2, num_layers=2, ff_dim=8, ln_eps=1e-5,
+                             norm="rmsnorm", positions="rope", mlp="swiglu", kv_heads=1, qk_norm=True, bias=False,
+                             tied_head=True, head_dim=4)
+# the pieces on their own: with biases, which are checked too, and 2 key/value heads each serving 2 query heads
+GROUPED = tf.ModelConfig(**{**vars(TINY_MODERN), "num_heads": 4, "kv_heads": 2, "bias": True})
+
+
+def modern_block_inputs(rng, cfg):
+    """Random parameters of one block of cfg under their short names."""
+    shapes = tf.param_shapes(cfg)
+    return {name[len("block0."):]: rng.normal(scale=0.5, size=shape) for name, shape in shapes.items()
+            if name.startswith("block0.")}
+
+
+def check_rmsnorm(rng, backward):
+    x, gain = rng.normal(size=(2, 3, 6)), rng.normal(size=6)
+    return layer_errors(lambda: tf.rmsnorm_forward(x, gain, 1e-5),
+                        lambda d, c: dict(zip(("x", "gain"), backward(d, c))), {"x": x, "gain": gain}, rng)
+
+
+def check_rope(rng, backward):
+    x, angles = rng.normal(size=(2, 3, 5, 4)), tf.rope_angles(2, 5, 4, 10.0)  # positions 2..6 of heads of 4
+    return layer_errors(lambda: tf.rope_forward(x, np.cos(angles), np.sin(angles)), lambda d, c: {"x": backward(d, c)},
+                        {"x": x}, rng)
+
+
+def check_repeat_kv(rng, backward):
+    kv = rng.normal(size=(2, 2, 5, 3))  # 2 key/value heads, each for 3 query heads
+    return layer_errors(lambda: (tf.repeat_kv_forward(kv, 3), 3), lambda d, c: {"kv": backward(d, c)}, {"kv": kv}, rng)
+
+
+def check_gqa(rng, backward):
+    p, x = modern_block_inputs(rng, GROUPED), rng.normal(size=(2, 5, 4))
+    used = {key: p[key] for key in ("Wq", "bq", "Wk", "bk", "Wv", "bv", "rmsq_gain", "rmsk_gain", "Wo", "bo")}
+    return layer_errors(lambda: tf.gqa_attention_forward(x, p, GROUPED), input_and_params(backward),
+                        {"x": x, **used}, rng)
+
+
+def check_swiglu(rng, backward):
+    p, x = modern_block_inputs(rng, GROUPED), rng.normal(size=(2, 3, 4))
+    used = {key: p[key] for key in ("W_gate", "b_gate", "W_up", "b_up", "W_down", "b_down")}
+    return layer_errors(lambda: tf.swiglu_forward(x, p), input_and_params(backward), {"x": x, **used}, rng)
+
+
+def check_modern_block(rng, backward):
+    p, x = modern_block_inputs(rng, TINY_MODERN), rng.normal(size=(2, 5, 4))
+    return layer_errors(lambda: tf.modern_block_forward(x, {**tf.NO_BIAS, **p}, TINY_MODERN),
+                        input_and_params(backward), {"x": x, **p}, rng)
 
 
 # name -> (the backward it judges, the check); in the order a learner meets them, the model last
@@ -335,6 +387,13 @@ CHECKS = {
     "block": ("block_backward", check_block),
     "loss": ("cross_entropy_backward", check_loss),
     "model": ("loss_and_grads", check_model),
+    "rmsnorm": ("rmsnorm_backward", check_rmsnorm),
+    "rope": ("rope_backward", check_rope),
+    "repeat_kv": ("repeat_kv_backward", check_repeat_kv),
+    "gqa": ("gqa_attention_backward", check_gqa),
+    "swiglu": ("swiglu_backward", check_swiglu),
+    "mod_block": ("modern_block_backward", check_modern_block),
+    "mod_model": ("loss_and_grads", functools.partial(check_model, cfg=TINY_MODERN)),
 }
 
 

@@ -30,10 +30,10 @@ import numpy as np
 import config
 from engineering.corpus import corpus_file, make_windows, read_corpus, token_lengths
 from engineering.errors import InputError, run_script
-from engineering.settings import SettingsParser, given
+from engineering.settings import SettingsParser, given, model_config
 from engineering.wording import plural, talk_command
 from tokenizer import BPETokenizer
-from transformer import (Adam, ModelConfig, Sampling, clip_grad_norm, cross_entropy_forward, forward, generate,
+from transformer import (Adam, Sampling, clip_grad_norm, cross_entropy_forward, forward, generate,
                          init_params, loss_and_grads, lr_schedule, pack)
 
 EVAL_BATCH = 64  # validation windows per forward pass, fewer where their logits would pass EVAL_LOGITS
@@ -202,8 +202,7 @@ def start_model(corpus, settings):
     all_merged = len(tokenizer.merges) == settings.num_merges
     print(f"tokenizer: {plural(len(tokenizer.alphabet), 'character')} + {plural(len(tokenizer.merges), 'merge')} = "
           f"{tokenizer.vocab_size} tokens{'' if all_merged else ' (no pair is left twice)'}")
-    cfg = ModelConfig(tokenizer.vocab_size, settings.context_len, settings.emb_dim, settings.num_heads,
-                      settings.num_layers, settings.ff_dim, settings.ln_eps)
+    cfg = model_config(settings, tokenizer.vocab_size)  # the shape and today's options config.py gives
     return init_params(cfg, np.random.default_rng(settings.seed), dtype=np.dtype(settings.dtype)), cfg, tokenizer
 
 

@@ -3,7 +3,8 @@
 Shape letters used in the signature comments:
     B   sequences in a batch            T   tokens in a sequence (at most context_len)
     C   emb_dim, the width of a token vector
-    nh  num_heads                       hs  head_dim = C // nh
+    nh  num_heads                       hs  head_dim, C // nh unless set
+    kvh kv_heads, heads of keys and values (nh unless set)
     F   ff_dim, the MLP's hidden width  V   vocab_size
     L   num_layers                      N   B * T, rows once a batch is flattened
 
@@ -11,6 +12,8 @@ Every layer is a `*_forward` returning (output, cache) and a `*_backward` right 
 (dout, cache). The cache is a plain tuple handed from one to the other: there is no hidden state.
 forward and loss_and_grads take ids of shape (T,) or (B, T); the layers work on (B, T, ...) arrays.
 The dtype of the parameters is the dtype of the computation: float32 in, float32 out.
+Today's pieces (RMSNorm, rotary positions, SwiGLU, grouped keys and values, QK-norm) are options of ModelConfig;
+each pair sits beside its GPT-2 sibling, and a model with one of them takes modern_forward (cfg.family).
 
 After the model, two sections of what it is for: what turns gradients into better parameters (the
 learning-rate schedule, clipping, AdamW), which train.py's loop calls, and drawing the next token
@@ -33,19 +36,55 @@ class ModelConfig:
     num_layers: int  # L: transformer blocks
     ff_dim: int  # F: hidden width of each block's MLP
     ln_eps: float  # added to the variance in every layer norm
+    # today's family: each default is GPT-2's, and a model with every one at its default is GPT-2's, bit for bit
+    norm: str = "layernorm"  # or "rmsnorm": x / sqrt(mean(x^2) + eps) * gain, no mean taken away, no shift
+    positions: str = "learned"  # or "rope": no pos_emb; each head's q and k turned by an angle per position
+    rope_theta: float = 10000.0  # with rope, pair i of a head turns by t * rope_theta^(-2i/hs) at position t
+    mlp: str = "gelu"  # or "swiglu": (silu(x W_gate) * (x W_up)) W_down
+    kv_heads: int = 0  # kvh: heads of keys and values, each serving num_heads / kv_heads query heads; 0 = num_heads
+    qk_norm: bool = False  # each head's q and k through an RMSNorm over its hs numbers, before the turn (Qwen3)
+    bias: bool = True  # False: no bias in any linear layer, no shift in any norm
+    tied_head: bool = False  # True: logits = Xf tok_emb^T, no W_out and no b_out
+    head_dim: int = 0  # hs, the width of a head; 0 = emb_dim // num_heads (Wq is (C, nh hs), Wo (nh hs, C))
 
     def __post_init__(self):
         for name in ("vocab_size", "context_len", "emb_dim", "num_heads", "num_layers", "ff_dim"):
             if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) > 0):
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.emb_dim % self.num_heads:
+        for name in ("kv_heads", "head_dim"):
+            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 0):
+                raise ValueError(f"ModelConfig.{name} must be 0 or a positive integer, got {getattr(self, name)!r}")
+        if self.emb_dim % self.num_heads and not self.head_dim:
             raise ValueError(f"emb_dim ({self.emb_dim}) must be divisible by num_heads ({self.num_heads})")
         if not self.ln_eps > 0:
             raise ValueError(f"ln_eps must be positive, got {self.ln_eps}")
+        # 0 stands for GPT-2's value, and the field then holds that number: cfg.head_dim and cfg.kv_heads are sizes
+        object.__setattr__(self, "head_dim", self.head_dim or self.emb_dim // self.num_heads)
+        object.__setattr__(self, "kv_heads", self.kv_heads or self.num_heads)
+        self.check_options()
+
+    def check_options(self):
+        """Raise ValueError, naming the value, unless today's options can build a model."""
+        for name, choices in (("norm", ("layernorm", "rmsnorm")), ("positions", ("learned", "rope")),
+                              ("mlp", ("gelu", "swiglu")), ("qk_norm", (False, True)), ("bias", (True, False)),
+                              ("tied_head", (False, True))):
+            if getattr(self, name) not in choices or type(getattr(self, name)) is not type(choices[0]):
+                raise ValueError(f"{name} must be {' or '.join(map(repr, choices))}, got {getattr(self, name)!r}")
+        if self.num_heads % self.kv_heads:
+            raise ValueError(f"kv_heads ({self.kv_heads}) must divide num_heads ({self.num_heads}): each key/value "
+                             f"head serves num_heads / kv_heads query heads")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ValueError(f"positions 'rope' turns a head's numbers in pairs: its head_dim must be even, got "
+                             f"{self.head_dim}")
+        if not self.rope_theta > 0:
+            raise ValueError(f"rope_theta must be positive, got {self.rope_theta}")
 
     @property
-    def head_dim(self):
-        return self.emb_dim // self.num_heads
+    def family(self):  # "gpt2" where every option of today's is GPT-2's, else "modern": forward takes modern_forward
+        gpt2 = ("layernorm", "learned", "gelu", self.num_heads, False, True, False, self.emb_dim // self.num_heads)
+        options = (self.norm, self.positions, self.mlp, self.kv_heads, self.qk_norm, self.bias, self.tied_head,
+                   self.head_dim)
+        return "gpt2" if options == gpt2 else "modern"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,6 +97,8 @@ BLOCK_KEYS = ("ln1_gain", "ln1_shift", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo",
 
 def param_shapes(cfg):
     """Name -> shape of every parameter, in the canonical order that checkpoints keep."""
+    if cfg.family == "modern":  # one of today's options: modern_param_shapes gives the tensors and their order
+        return modern_param_shapes(cfg)
     V, Tmax, C, F = cfg.vocab_size, cfg.context_len, cfg.emb_dim, cfg.ff_dim
     shapes = {"tok_emb": (V, C), "pos_emb": (Tmax, C)}
     block = {"ln1_gain": (C,), "ln1_shift": (C,), "Wq": (C, C), "bq": (C,), "Wk": (C, C), "bk": (C,),
@@ -67,6 +108,41 @@ def param_shapes(cfg):
         shapes.update({f"block{layer}.{key}": block[key] for key in BLOCK_KEYS})
     shapes.update({"lnf_gain": (C,), "lnf_shift": (C,), "W_out": (C, V), "b_out": (V,)})
     return shapes
+
+
+# Without biases (bias off) each of these is the number 0, a constant: the layers read it as they read a bias,
+# its gradient is let go (kept), and it is no parameter.
+NO_BIAS = dict.fromkeys(("ln1_shift", "bq", "bk", "bv", "bo", "ln2_shift", "b1", "b2", "b_gate", "b_up", "b_down",
+                         "lnf_shift", "b_out"), 0.0)
+
+
+def modern_param_shapes(cfg):
+    """param_shapes of a model with today's options, in this canonical order (GPT-2's, where they are off):
+        tok_emb, pos_emb (learned positions only),
+        per block l: the first norm (ln1_gain, ln1_shift; RMSNorm: rms1_gain), Wq, bq, Wk, bk, Wv, bv,
+                     rmsq_gain, rmsk_gain (qk_norm only), Wo, bo, the second norm (ln2_... or rms2_gain),
+                     the MLP (W1, b1, W2, b2; SwiGLU: W_gate, b_gate, W_up, b_up, W_down, b_down),
+        the final norm (lnf_gain, lnf_shift; RMSNorm: rmsf_gain), W_out, b_out (untied head only);
+    without biases, none of the names in NO_BIAS. Wq is (C, nh hs), Wk and Wv (C, kvh hs), Wo (nh hs, C)."""
+    V, Tmax, C, F, hs = cfg.vocab_size, cfg.context_len, cfg.emb_dim, cfg.ff_dim, cfg.head_dim
+    q_width, kv_width = cfg.num_heads * hs, cfg.kv_heads * hs
+    mlp = {"W1": (C, F), "b1": (F,), "W2": (F, C), "b2": (C,)} if cfg.mlp == "gelu" else \
+        {"W_gate": (C, F), "b_gate": (F,), "W_up": (C, F), "b_up": (F,), "W_down": (F, C), "b_down": (C,)}
+    qk_norm = {"rmsq_gain": (hs,), "rmsk_gain": (hs,)} if cfg.qk_norm else {}
+    block = {**norm_shapes("1", cfg), "Wq": (C, q_width), "bq": (q_width,), "Wk": (C, kv_width), "bk": (kv_width,),
+             "Wv": (C, kv_width), "bv": (kv_width,), **qk_norm, "Wo": (q_width, C), "bo": (C,), **norm_shapes("2", cfg),
+             **mlp}
+    shapes = {"tok_emb": (V, C), **({"pos_emb": (Tmax, C)} if cfg.positions == "learned" else {})}
+    for layer in range(cfg.num_layers):
+        shapes.update({f"block{layer}.{key}": shape for key, shape in block.items()})
+    shapes.update({**norm_shapes("f", cfg), **({} if cfg.tied_head else {"W_out": (C, V), "b_out": (V,)})})
+    return {name: shape for name, shape in shapes.items() if cfg.bias or name.split(".")[-1] not in NO_BIAS}
+
+
+def norm_shapes(which, cfg):  # the tensors of norm "1", "2" or "f": LayerNorm's gain and shift, or RMSNorm's gain
+    if cfg.norm == "rmsnorm":
+        return {f"rms{which}_gain": (cfg.emb_dim,)}
+    return {f"ln{which}_gain": (cfg.emb_dim,), f"ln{which}_shift": (cfg.emb_dim,)}
 
 
 def pack(tensors, dtype=None):
@@ -149,6 +225,12 @@ def block_params(tensors, layer):
     return {key: tensors[f"block{layer}.{key}"] for key in BLOCK_KEYS}
 
 
+def modern_block_params(tensors, layer):
+    """block_params of a model with today's options, whose blocks hold other tensors; each absent bias is 0."""
+    prefix = f"block{layer}."
+    return {**NO_BIAS, **{name[len(prefix):]: t for name, t in tensors.items() if name.startswith(prefix)}}
+
+
 # ---------------------------------------------------------------------------------------------
 # Embeddings: the first step of forward and the last of the backward pass.
 
@@ -162,6 +244,17 @@ def embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads
     # one, where grads["tok_emb"][ids] += dX0 would keep only the last of them
     np.add.at(grads["tok_emb"], ids.reshape(-1), dX0.reshape(-1, C))
     grads["pos_emb"][:T] += dX0.reshape(-1, T, C).sum(axis=0)  # rows from T on keep a gradient of 0
+
+
+# With rotary positions (RoPE) there is no position table: the token rows alone open the model, and the
+# positions enter each attention as turns of its queries and keys (rope_forward).
+
+def token_embed_forward(params, ids):  # (..., T) ints -> (..., T, C)
+    return params["tok_emb"][ids]
+
+
+def token_embed_backward(dX0, ids, grads):  # (..., T, C), (..., T) -> adds into grads["tok_emb"]
+    np.add.at(grads["tok_emb"], ids.reshape(-1), dX0.reshape(-1, dX0.shape[-1]))  # a repeated id collects every row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,6 +298,41 @@ def layernorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,), dsh
     dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
     dx *= rstd
     return dx, dgain, dshift
+
+
+# RMS normalization, today's layer norm: y = x / sqrt(mean(x^2) + eps) * gain. No mean is taken away and
+# there is no shift: the row is only scaled, by the inverse of its root mean square.
+
+def rmsnorm_forward(x, gain, eps):  # (..., C), (C,) -> (..., C)
+    rstd = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)  # (..., 1): 1 / the root mean square
+    xhat = x * rstd
+    return xhat * gain, (xhat, rstd, gain)
+
+
+def rmsnorm_backward(dout, cache):  # (..., C) -> dx (..., C), dgain (C,)
+    xhat, rstd, gain = cache
+    C = xhat.shape[-1]
+    dgain = (dout * xhat).reshape(-1, C).sum(axis=0)  # out = xhat * gain, summed over every row
+    dxhat = dout * gain
+    # xhat depends on x directly and through the mean square: dx = rstd * (dxhat - xhat * mean(dxhat * xhat)),
+    # layernorm_backward's without its mean(dxhat), as no mean was taken away
+    dx = dxhat - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+    dx *= rstd
+    return dx, dgain
+
+
+def norm_forward(x, p, which, cfg):  # (..., C), params -> (..., C): the norm cfg picks, "1", "2" or "f" of p
+    if cfg.norm == "rmsnorm":
+        return rmsnorm_forward(x, p[f"rms{which}_gain"], cfg.ln_eps)
+    return layernorm_forward(x, p[f"ln{which}_gain"], p[f"ln{which}_shift"], cfg.ln_eps)
+
+
+def norm_backward(dout, cache, which, cfg):  # (..., C) -> dx (..., C), {name: gradient}
+    if cfg.norm == "rmsnorm":
+        dx, dgain = rmsnorm_backward(dout, cache)
+        return dx, {f"rms{which}_gain": dgain}
+    dx, dgain, dshift = layernorm_backward(dout, cache)
+    return dx, {f"ln{which}_gain": dgain, f"ln{which}_shift": dshift}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +411,114 @@ def softmax_backward(dout, probs):  # (..., n), (..., n) -> (..., n)
 
 
 # ---------------------------------------------------------------------------------------------
+# Today's attention: rotary positions, grouped keys and values, QK-norm, heads of any width.
+
+# Rotary positions (RoPE): each head's q and k at position t are turned, pair by pair, before the scores.
+# Pair i is (x_i, x_{i+hs/2}) (Hugging Face's rotate_half layout) and turns by the angle t * theta^(-2i/hs),
+# so q_t . k_s depends on the positions only through t - s.
+
+def rope_angles(start, T, hs, theta):  # -> (T, hs/2): the angle of pair i at position start + t
+    """Example: rope_angles(2, 1, 4, 100.0) -> [[2.0, 0.2]]: pair 0 turns 1 radian a position, pair 1 1/10"""
+    positions = np.arange(start, start + T)[:, None]  # (T, 1)
+    return positions * theta ** (-np.arange(0, hs, 2) / hs)  # (T, 1) * (hs/2,) -> (T, hs/2)
+
+
+def rope_forward(x, cos, sin):  # (..., T, hs), (T, hs/2), (T, hs/2) -> (..., T, hs)
+    """Pair i of row t turned by the angle a whose cosine and sine are cos[t, i], sin[t, i]."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]  # pair i is (x1[..., i], x2[..., i])
+    # a turn by angle a: (x1, x2) -> (x1 cos a - x2 sin a, x1 sin a + x2 cos a)
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), (cos, sin)
+
+
+def rope_backward(dout, cache):  # (..., T, hs) -> dx (..., T, hs)
+    cos, sin = cache
+    # a turn is orthogonal: its transpose, which carries the gradient back, is the turn by -a (cos a, -sin a)
+    return rope_forward(dout, cos, -sin)[0]
+
+
+# Grouped keys and values (GQA): kvh heads of keys and values for nh heads of queries; key/value head j serves
+# the g = nh / kvh query heads j g .. j g + g - 1 (Hugging Face's repeat_kv).
+
+def repeat_kv_forward(kv, groups):  # (B, kvh, S, hs) -> (B, kvh * groups, S, hs): each head `groups` times in a row
+    return np.repeat(kv, groups, axis=1)
+
+
+def repeat_kv_backward(dout, groups):  # (B, nh, S, hs) -> (B, nh / groups, S, hs)
+    B, nh, S, hs = dout.shape
+    # a head used by `groups` query heads collects the sum of their gradients
+    return dout.reshape(B, nh // groups, groups, S, hs).sum(axis=2)
+
+
+class GroupedAttentionCache(NamedTuple):
+    """What gqa_attention_backward needs of gqa_attention_forward, by name: q (B, nh, T, hs), and k and v
+    (B, kvh, S, hs), as the scores read them (normed and turned where cfg says so); k and v, kvh heads each, are
+    also what generation keeps (forward_cached); attn (B, nh, T, S)."""
+    projections: tuple  # the caches of the three linear layers that made q, k and v
+    q_norm: tuple  # with qk_norm, the caches of the RMSNorms of q and of k; else None
+    k_norm: tuple
+    turn: tuple  # with rope, the cosines and sines of the angles of the T positions (rope_forward); else None
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    attn: np.ndarray
+    out_proj: tuple  # the cache of the output projection Wo
+
+
+def gqa_attention_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (B, T, C)
+    """attention_forward with today's options (cfg): kv_heads heads of keys and values, heads of head_dim, QK-norm
+    and RoPE. past: the keys and values of the earlier positions, each (B, kvh, S - T, hs), in generation."""
+    B, T, _ = x.shape
+    q_rows, q_cache = linear_forward(x, p["Wq"], p["bq"])  # (B, T, nh hs)
+    k_rows, k_cache = linear_forward(x, p["Wk"], p["bk"])  # (B, T, kvh hs)
+    v_rows, v_cache = linear_forward(x, p["Wv"], p["bv"])  # (B, T, kvh hs)
+    q, k, v = (rows.reshape(B, T, -1, cfg.head_dim).transpose(0, 2, 1, 3) for rows in (q_rows, k_rows, v_rows))
+    q_norm = k_norm = turn = None  # (B, nh, T, hs) and (B, kvh, T, hs) above
+    if cfg.qk_norm:  # each head's q and k over its hs numbers, one gain each for every head
+        q, q_norm = rmsnorm_forward(q, p["rmsq_gain"], cfg.ln_eps)
+        k, k_norm = rmsnorm_forward(k, p["rmsk_gain"], cfg.ln_eps)
+    if cfg.positions == "rope":  # past holds the positions before these T
+        angles = rope_angles(0 if past is None else past[0].shape[2], T, cfg.head_dim, cfg.rope_theta)
+        cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (T, hs/2) each
+        (q, turn), (k, _) = rope_forward(q, cos, sin), rope_forward(k, cos, sin)
+    if past is not None:
+        k, v = (np.concatenate([earlier, now], axis=2) for earlier, now in zip(past, (k, v)))  # (B, kvh, S, hs)
+    groups = cfg.num_heads // cfg.kv_heads
+    scores = q @ repeat_kv_forward(k, groups).swapaxes(-1, -2) / math.sqrt(cfg.head_dim)  # (B, nh, T, S)
+    scores += causal_mask(T, k.shape[2], x.dtype)  # each position sees itself and earlier ones only
+    attn = softmax(scores)  # (B, nh, T, S)
+    heads = attn @ repeat_kv_forward(v, groups)  # (B, nh, T, hs)
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, T, -1)  # (B, nh, T, hs) -> (B, T, nh hs)
+    out, out_cache = linear_forward(merged, p["Wo"], p["bo"])
+    return out, GroupedAttentionCache((q_cache, k_cache, v_cache), q_norm, k_norm, turn, q, k, v, attn, out_cache)
+
+
+def gqa_attention_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"Wq": dWq, "bq": dbq, ...}
+    (q_cache, k_cache, v_cache), q_norm, k_norm, turn, q, k, v, attn, out_cache = cache
+    B, nh, T, hs = q.shape
+    groups = nh // k.shape[1]
+    assert k.shape[2] == T, "no backward through a forward with a key/value cache (past)"
+    dmerged, dWo, dbo = linear_backward(dout, out_cache)
+    dheads = dmerged.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, T, nh hs) -> (B, nh, T, hs)
+    # as in attention_backward, with each query head reading its group's key and value head
+    dscores = softmax_backward(dheads @ repeat_kv_forward(v, groups).swapaxes(-1, -2), attn) / math.sqrt(hs)
+    dq = dscores @ repeat_kv_forward(k, groups)
+    dk = repeat_kv_backward(dscores.swapaxes(-1, -2) @ q, groups)  # (B, kvh, T, hs)
+    dv = repeat_kv_backward(attn.swapaxes(-1, -2) @ dheads, groups)
+    grads = {"Wo": dWo, "bo": dbo}
+    if turn is not None:  # the turns came last in the forward: first back
+        dq, dk = rope_backward(dq, turn), rope_backward(dk, turn)
+    if q_norm is not None:
+        dq, grads["rmsq_gain"] = rmsnorm_backward(dq, q_norm)
+        dk, grads["rmsk_gain"] = rmsnorm_backward(dk, k_norm)
+    dq_rows, dk_rows, dv_rows = (d.transpose(0, 2, 1, 3).reshape(B, T, -1) for d in (dq, dk, dv))
+    dx_q, grads["Wq"], grads["bq"] = linear_backward(dq_rows, q_cache)
+    dx_k, grads["Wk"], grads["bk"] = linear_backward(dk_rows, k_cache)
+    dx_v, grads["Wv"], grads["bv"] = linear_backward(dv_rows, v_cache)
+    return dx_q + dx_k + dx_v, grads  # x fed all three projections
+
+
+# ---------------------------------------------------------------------------------------------
 # GELU, tanh approximation: y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 
 GELU_SCALE = math.sqrt(2.0 / math.pi)
@@ -319,6 +555,29 @@ def mlp_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W1": dW1, "b1": d
     return dx, {"W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
 
 
+# Today's MLP, SwiGLU: (silu(x W_gate + b_gate) * (x W_up + b_up)) W_down + b_down, silu(z) = z sigma(z).
+# The gate decides, number by number, how much of the up projection passes.
+
+def swiglu_forward(x, p):  # (B, T, C), block params -> (B, T, C)
+    gate, gate_cache = linear_forward(x, p["W_gate"], p["b_gate"])  # (B, T, F)
+    up, up_cache = linear_forward(x, p["W_up"], p["b_up"])  # (B, T, F)
+    sigmoid = 0.5 * (1.0 + np.tanh(0.5 * gate))  # sigma(z) = 1 / (1 + exp(-z)), in a form whose exp cannot overflow
+    hidden = gate * sigmoid * up  # silu(gate) * up
+    out, down_cache = linear_forward(hidden, p["W_down"], p["b_down"])  # (B, T, C)
+    return out, (gate_cache, up_cache, down_cache, gate, sigmoid, up)
+
+
+def swiglu_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {"W_gate": dW_gate, "b_gate": db_gate, ...}
+    gate_cache, up_cache, down_cache, gate, sigmoid, up = cache
+    dhidden, dW_down, db_down = linear_backward(dout, down_cache)
+    dup = dhidden * gate * sigmoid  # hidden = silu(gate) * up
+    dgate = dhidden * up * sigmoid * (1.0 + gate * (1.0 - sigmoid))  # silu'(z) = sigma(z) (1 + z (1 - sigma(z)))
+    dx_gate, dW_gate, db_gate = linear_backward(dgate, gate_cache)
+    dx_up, dW_up, db_up = linear_backward(dup, up_cache)
+    return dx_gate + dx_up, {"W_gate": dW_gate, "b_gate": db_gate, "W_up": dW_up, "b_up": db_up,
+                             "W_down": dW_down, "b_down": db_down}  # x fed both the gate and the up projection
+
+
 # ---------------------------------------------------------------------------------------------
 # One pre-LN block: X = X + attention(LN1(X)); X = X + MLP(LN2(X)).
 
@@ -351,6 +610,43 @@ def block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: grad
     dx, grads["ln1_gain"], grads["ln1_shift"] = layernorm_backward(dh1, ln1_cache)
     dx += dx_mid
     return dx, grads
+
+
+# A block of today's family picks its pieces as cfg says: the norm (LayerNorm or RMSNorm), today's attention
+# (gqa_attention_forward, with RoPE and QK-norm where on) and the MLP (GELU or SwiGLU); each bias that is
+# off is 0 (modern_block_params).
+
+class ModernBlockCache(NamedTuple):
+    """The caches of a modern block's four layers, by name, and the settings that picked the layers."""
+    norm1: tuple
+    attention: GroupedAttentionCache
+    norm2: tuple
+    mlp: tuple
+    cfg: ModelConfig
+
+
+def modern_block_forward(x, p, cfg, past=None):  # (B, T, C), block params -> (B, T, C)
+    h1, norm1_cache = norm_forward(x, p, "1", cfg)
+    attended, attn_cache = gqa_attention_forward(h1, p, cfg, past)
+    x = x + attended
+    h2, norm2_cache = norm_forward(x, p, "2", cfg)
+    fed, mlp_cache = mlp_forward(h2, p) if cfg.mlp == "gelu" else swiglu_forward(h2, p)
+    return x + fed, ModernBlockCache(norm1_cache, attn_cache, norm2_cache, mlp_cache, cfg)
+
+
+def modern_block_backward(dout, cache):  # (B, T, C) -> dx (B, T, C), {short name: gradient}
+    norm1_cache, attn_cache, norm2_cache, mlp_cache, cfg = cache
+    dh2, grads = mlp_backward(dout, mlp_cache) if cfg.mlp == "gelu" else swiglu_backward(dout, mlp_cache)
+    dx_mid, norm2_grads = norm_backward(dh2, norm2_cache, "2", cfg)
+    dx_mid += dout  # the residual, as in block_backward
+    dh1, attn_grads = gqa_attention_backward(dx_mid, attn_cache)
+    dx, norm1_grads = norm_backward(dh1, norm1_cache, "1", cfg)
+    dx += dx_mid
+    return dx, kept({**grads, **norm2_grads, **attn_grads, **norm1_grads}, cfg)
+
+
+def kept(grads, cfg):  # {name: gradient} of the model's own tensors: without biases, those of the zeros let go
+    return {name: grad for name, grad in grads.items() if cfg.bias or name not in NO_BIAS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,10 +692,26 @@ def check_ids(ids, cfg, what="ids", start=0):
         raise ValueError(f"{what} holds {bad}, outside the vocabulary [0, {cfg.vocab_size})")
 
 
+def head_forward(Xf, params, cfg):  # (..., C) -> logits (..., V): Xf W_out + b_out, or (tied_head) Xf tok_emb^T
+    if cfg.tied_head:  # the token table is the head too: the logit of token v is Xf . tok_emb[v]
+        return linear_forward(Xf, params["tok_emb"].T, 0.0)
+    return linear_forward(Xf, params["W_out"], params["b_out"])
+
+
+def head_backward(dlogits, cache, cfg):  # (..., V) -> dXf (..., C), {name: gradient}
+    dXf, dW, db = linear_backward(dlogits, cache)
+    if cfg.tied_head:  # written first in the backward: the embedding's backward adds its rows into it after
+        return dXf, {"tok_emb": dW.T}
+    return dXf, {"W_out": dW, "b_out": db}
+
+
 def forward(params, ids, cfg):  # (T,) or (B, T) ints -> logits (T, V) or (B, T, V), cache
     ids = np.asarray(ids)
     check_ids(ids, cfg)
     batch = ids.reshape(-1, ids.shape[-1])  # (T,) -> (1, T): one code path for both
+    if cfg.family == "modern":  # one of today's options: the same steps, with the pieces cfg picks
+        logits, cache = modern_forward(params, batch, cfg)
+        return logits.reshape(*ids.shape, cfg.vocab_size), cache
     X = embed_forward(params, batch)  # (B, T, C)
     block_caches = []
     for layer in range(cfg.num_layers):
@@ -409,6 +721,18 @@ def forward(params, ids, cfg):  # (T,) or (B, T) ints -> logits (T, V) or (B, T,
     logits, head_cache = linear_forward(Xf, params["W_out"], params["b_out"])  # (B, T, V)
     cache = (batch, block_caches, lnf_cache, head_cache)
     return logits.reshape(*ids.shape, cfg.vocab_size), cache
+
+
+def modern_forward(params, batch, cfg):  # (B, T) ints -> logits (B, T, V), cache: forward with today's pieces
+    params = {**NO_BIAS, **params}  # a bias that is off is 0
+    X = embed_forward(params, batch) if cfg.positions == "learned" else token_embed_forward(params, batch)
+    block_caches = []
+    for layer in range(cfg.num_layers):
+        X, block_cache = modern_block_forward(X, modern_block_params(params, layer), cfg)
+        block_caches.append(block_cache)
+    Xf, norm_cache = norm_forward(X, params, "f", cfg)  # (B, T, C)
+    logits, head_cache = head_forward(Xf, params, cfg)  # (B, T, V)
+    return logits, (batch, block_caches, norm_cache, head_cache)
 
 
 def forward_cached(params, ids, cfg, past=None):  # (T,) ints -> logits of the last position (V,), present
@@ -422,6 +746,8 @@ def forward_cached(params, ids, cfg, past=None):  # (T,) ints -> logits of the l
     ids = np.asarray(ids)
     start = 0 if past is None else past[0][0].shape[2]  # positions already in the key/value cache
     check_ids(ids[None], cfg, start=start)
+    if cfg.family == "modern":  # one of today's options: the same steps, with the pieces cfg picks
+        return modern_forward_cached(params, ids, cfg, past, start)
     X = embed_forward(params, ids[None], start)  # (1, T, C)
     present = []
     for layer in range(cfg.num_layers):
@@ -430,6 +756,34 @@ def forward_cached(params, ids, cfg, past=None):  # (T,) ints -> logits of the l
     Xf, _ = layernorm_forward(X[0, -1], params["lnf_gain"], params["lnf_shift"], cfg.ln_eps)  # (C,)
     logits, _ = linear_forward(Xf, params["W_out"], params["b_out"])  # (V,)
     return logits, present
+
+
+def modern_forward_cached(params, ids, cfg, past, start):  # (T,) ints -> logits of the last position (V,), present
+    """forward_cached with today's pieces: past and present hold kv_heads heads of keys and values, turned by RoPE
+    at their own positions (start: the positions already in past)."""
+    params = {**NO_BIAS, **params}
+    batch = ids[None]  # (1, T)
+    X = embed_forward(params, batch, start) if cfg.positions == "learned" else token_embed_forward(params, batch)
+    present = []
+    for layer in range(cfg.num_layers):
+        X, block_cache = modern_block_forward(X, modern_block_params(params, layer), cfg,
+                                              None if past is None else past[layer])
+        present.append((block_cache.attention.k, block_cache.attention.v))  # (1, kvh, S + T, hs) each
+    Xf, _ = norm_forward(X[0, -1], params, "f", cfg)  # (C,)
+    logits, _ = head_forward(Xf, params, cfg)  # (V,)
+    return logits, present
+
+
+def modern_backward(dlogits, cache, grads, cfg):  # (B, T, V), modern_forward's cache -> each gradient into grads
+    """The backward of loss_and_grads with today's pieces: modern_forward's steps in reverse."""
+    batch, block_caches, norm_cache, head_cache = cache
+    dXf, head_grads = head_backward(dlogits, head_cache, cfg)
+    dX, norm_grads = norm_backward(dXf, norm_cache, "f", cfg)
+    write_grads(grads, kept({**head_grads, **norm_grads}, cfg))
+    for layer in reversed(range(cfg.num_layers)):
+        dX, block_grads = modern_block_backward(dX, block_caches.pop())  # pop: let go once done, as loss_and_grads
+        write_grads(grads, block_grads, prefix=f"block{layer}.")
+    (embed_backward if cfg.positions == "learned" else token_embed_backward)(dX, batch, grads)
 
 
 def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets -> loss, grads
@@ -448,6 +802,9 @@ def loss_and_grads(params, ids, targets, cfg):  # (T,) or (B, T) ids and targets
     grads = zeros_like(params)  # one buffer of zeros, laid out as params: each gradient is written in as it comes
     dlogits = cross_entropy_backward(loss_cache).reshape(*batch.shape, cfg.vocab_size)  # (B, T, V)
     del loss_cache  # the probabilities, (N, V): dlogits is all the backward needs of them
+    if cfg.family == "modern":  # one of today's options: the same steps, with the pieces cfg picks
+        modern_backward(dlogits, (batch, block_caches, lnf_cache, head_cache), grads, cfg)
+        return loss, grads
     dXf, dW_out, db_out = linear_backward(dlogits, head_cache)
     dX, dgain, dshift = layernorm_backward(dXf, lnf_cache)
     write_grads(grads, {"W_out": dW_out, "b_out": db_out, "lnf_gain": dgain, "lnf_shift": dshift})

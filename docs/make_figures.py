@@ -394,7 +394,7 @@ def block_data(params, cfg, ids):
     shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
     shapes.update({name.split(".")[1]: list(shape) for name, shape in param_shapes(cfg).items()
                    if name.startswith("block0.")})
-    return {"shapes": shapes, "config": vars(cfg)}
+    return {"shapes": shapes, "config": checkpoint.shape_record(cfg)}  # as model.json records it
 
 
 def attention_backward_data(params, cfg, ids):
@@ -417,7 +417,7 @@ def attention_backward_data(params, cfg, ids):
     shapes = {name: list(a.shape) for name, a in arrays.items()}
     shapes.update({f"d{name}": list(g.shape) for name, g in grads.items()})
     shapes.update({name: list(p[name].shape) for name in grads})
-    return {"shapes": shapes, "config": vars(cfg)}
+    return {"shapes": shapes, "config": checkpoint.shape_record(cfg)}  # as model.json records it
 
 
 def model_data(params, cfg, ids):
@@ -444,7 +444,7 @@ def model_data(params, cfg, ids):
         arrays[f"dX{layer}"] = dX
     shapes = {name: list(np.shape(a)) for name, a in arrays.items()}
     shapes.update({name: list(shape) for name, shape in param_shapes(cfg).items() if not name.startswith("block")})
-    return {"shapes": shapes, "config": vars(cfg)}
+    return {"shapes": shapes, "config": checkpoint.shape_record(cfg)}  # as model.json records it
 
 
 def code_only_data(record):

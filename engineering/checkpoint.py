@@ -18,7 +18,7 @@ import json
 import math
 import os
 import zipfile
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -166,7 +166,7 @@ def save_model(folder, params, cfg, tokenizer, meta):
     weights_sha256 = write_npz_staged(folder / "model.npz", params)
     description = {
         "format": FORMAT, "version": VERSION,
-        "model": {f.name: getattr(cfg, f.name) for f in fields(cfg)},
+        "model": shape_record(cfg),
         "dtype": str(next(iter(params.values())).dtype),
         "weights_sha256": weights_sha256,
         "tokenizer_sha256": hashlib.sha256(tokenizer_bytes).hexdigest(),
@@ -174,6 +174,15 @@ def save_model(folder, params, cfg, tokenizer, meta):
     }
     write_staged(folder / "model.json", json_bytes(description))
     publish_staged([folder / "model.npz", folder / "model.tok.json", folder / "model.json"])
+
+
+def shape_record(cfg):
+    """The fields of cfg as model.json records them: each of today's options only where it is not GPT-2's, so that
+    a model of GPT-2's family is recorded as before the options were; ModelConfig(**record) reads either back.
+    Example: a ModelConfig with kv_heads 2 of num_heads 2 and norm "rmsnorm" -> {..., "norm": "rmsnorm"}"""
+    gpt2 = {"kv_heads": cfg.num_heads, "head_dim": cfg.emb_dim // cfg.num_heads}  # the sizes a 0 stands for
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)
+            if f.default is MISSING or getattr(cfg, f.name) not in (f.default, gpt2.get(f.name))}
 
 
 def check_weights(arrays, expected, path, described="model.json"):

@@ -24,7 +24,7 @@ import numpy as np
 import transformer
 from engineering.errors import InputError
 from engineering.files import read_json
-from engineering.settings import replaced
+from engineering.settings import MODEL_OPTIONS, replaced
 from engineering.tokenizer_files import merge_problem, vocab_problem
 from tokenizer import ByteLevelBPE
 
@@ -83,11 +83,15 @@ def adopt_shape(settings, cfg, folder, given):
         if name in given and getattr(settings, name) != getattr(cfg, name):
             raise InputError(f"--{name} {getattr(settings, name)} disagrees with the GPT-2 in {folder}/ ({name} "
                              f"{getattr(cfg, name)}): a model fine-tuned from it keeps its shape; leave --{name} out")
+    for name, gpt2 in MODEL_OPTIONS.items():  # a GPT-2 has every option of today's at GPT-2's value, its default
+        if name in given and getattr(settings, name) != gpt2:
+            raise InputError(f"--{name} {getattr(settings, name)} is not a GPT-2's ({name} {gpt2!r}): a model "
+                             f"fine-tuned from the one in {folder}/ keeps its shape; leave --{name} out")
     if settings.seq_len > cfg.context_len and "seq_len" in given:
         raise InputError(f"--seq_len {settings.seq_len} is longer than the GPT-2 in {folder}/ reads "
                          f"({cfg.context_len}); give --seq_len {cfg.context_len} or less")
     shape = {name: getattr(cfg, name) for name in SHAPE}
-    return replaced(settings, {**shape, "seq_len": min(settings.seq_len, cfg.context_len)})
+    return replaced(settings, {**shape, **MODEL_OPTIONS, "seq_len": min(settings.seq_len, cfg.context_len)})
 
 
 def read_object(path):

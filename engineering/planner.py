@@ -30,9 +30,9 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from engineering.errors import InputError
-from engineering.settings import replaced
+from engineering.settings import model_config, replaced
 from engineering.wording import duration
-from transformer import ModelConfig, init_params
+from transformer import init_params
 
 clock = time.perf_counter  # the budget's clock: seconds from any start (a test puts a fake one here)
 
@@ -172,7 +172,7 @@ class Budget:
         self.text_factor, self.characters = text_factor(text), len(text)
         candidates = {name: replaced(settings, shape) for name, shape in shapes.items()}
         for name, s in candidates.items():
-            cfg = ModelConfig(vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+            cfg = model_config(s, vocab_size)
             self.timed[name] = seconds_per_step(cfg, s.batch_size, s.seq_len, s.dtype, loss_and_grads, s.seed)
         until_end = self.end - clock()
         self.shape = min(candidates, key=lambda name: self.expected(name, until_end / self.timed[name])[0])

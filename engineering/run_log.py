@@ -24,6 +24,7 @@ from engineering import checkpoint, runs
 from engineering.errors import InputError, os_reason, os_remedy, stdout_to_nowhere
 from engineering.files import removed_on_failure, temporary_name, write_atomically
 from engineering.parallel import DataParallel, processes_for
+from engineering.settings import recorded
 from engineering.wording import as_path, duration, home_option
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
@@ -57,7 +58,7 @@ class Run:
 
     def model_meta(self, settings, processes):
         """What model.json records beside the model's shape (checkpoint.save_model)."""
-        return {"settings": vars(settings), "seed": settings.seed, "steps": self.step, "best_step": self.best()["step"],
+        return {"settings": recorded(settings), "seed": settings.seed, "steps": self.step, "best_step": self.best()["step"],
                 "run": self.folder.name, "history": self.history,
                 "processes": processes,  # the slices of each batch: they decide the gradients' last bits
                 "corpus": self.corpus,
@@ -66,7 +67,7 @@ class Run:
 
     def save_progress(self, params, opt, settings):
         """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
-        progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(settings),
+        progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": recorded(settings),
                     "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
         with self.saving():
             checkpoint.save_resume_state(self.folder, params, opt.state(), progress)

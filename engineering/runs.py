@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 from engineering import checkpoint, gpt2
 from engineering.errors import InputError, os_reason, os_remedy, shortened
 from engineering.files import temporary_name
-from engineering.settings import given, replaced
+from engineering.settings import given, read_back, replaced
 from engineering.wording import plural, removal, written_as_path
 
 
@@ -413,7 +413,7 @@ def resume_settings(s, argv, name, parser):
     typed = given(argv) - {"checkpoint", "resume"}
     changed = {setting for setting in typed if setting in EXTENDING}
     folder = run_to_resume(Path(s.checkpoint), name or None, extending=bool(changed))
-    saved = started_with(folder)
+    saved = read_back(started_with(folder))
     for setting in typed - changed:
         if setting in saved and saved[setting] != getattr(s, setting):
             raise InputError(f"--resume continues with the settings of the interrupted run ({setting} = "

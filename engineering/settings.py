@@ -14,6 +14,7 @@ import io
 import re
 import tokenize
 import types
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 from engineering.errors import InputError
@@ -27,7 +28,38 @@ class SettingError(InputError):
 def defaults(config):
     """Every setting of config.py (the module) with its value, in the order written there."""
     return {name: value for name, value in vars(config).items()
-            if not name.startswith("_") and type(value) in (int, float, str)}
+            if not name.startswith("_") and type(value) in (int, float, str, bool)}
+
+
+# today's options of the model: the fields of ModelConfig with a default, GPT-2's, each a setting of the same name
+MODEL_OPTIONS = {field.name: field.default for field in fields(ModelConfig) if field.default is not MISSING}
+
+
+def model_config(s, vocab_size):
+    """The ModelConfig the settings s (a namespace) describe, for a tokenizer of vocab_size tokens."""
+    return ModelConfig(vocab_size, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps,
+                       **{name: getattr(s, name) for name in MODEL_OPTIONS})
+
+
+def recorded(s):
+    """The settings as a run's files record them (model.json, resume.json): every one but a model option at its
+    default, so that the files of a model of GPT-2's family read as they did before the options were.
+    Example: recorded(settings with norm "layernorm", seed 42) -> {..., "seed": 42, ...}, and no "norm" """
+    return {name: value for name, value in vars(s).items() if MODEL_OPTIONS.get(name, MISSING) != value}
+
+
+def read_back(saved):
+    """The settings a run recorded (recorded), each model option it leaves out at its default.
+
+    Example: read_back({"seed": 42}) -> {"norm": "layernorm", ..., "seed": 42}"""
+    return {**MODEL_OPTIONS, **saved}
+
+
+def boolean(text):
+    """A true/false setting as typed on the command line. Example: boolean("False") -> False"""
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{text!r} is neither true nor false")
+    return text.lower() == "true"
 
 
 def comments(config):
@@ -69,7 +101,7 @@ def check(s, recipes):
 
     most_processes = PROCESSES_PER_CORE * cores()
     try:
-        ModelConfig(1, s.context_len, s.emb_dim, s.num_heads, s.num_layers, s.ff_dim, s.ln_eps)
+        model_config(s, 1)
     except ValueError as err:
         raise SettingError(str(err).replace("ModelConfig.", "")) from None
     for name in ["seq_len", "stride", "batch_size", "epochs", "eval_interval", "lr_max", "adam_eps", "grad_clip",
@@ -139,8 +171,8 @@ class SettingsParser(argparse.ArgumentParser):
         notes = {**comments(config), **(helps or {})}
         for name in reads:
             value = getattr(config, name)
-            group.add_argument(f"--{name}", type=type(value), default=value, metavar=type(value).__name__.upper(),
-                               help=notes.get(name, ""))
+            group.add_argument(f"--{name}", type=boolean if type(value) is bool else type(value), default=value,
+                               metavar=type(value).__name__.upper(), help=notes.get(name, ""))
 
     def error(self, message):
         self.exit(2, f"{self.prog}: {message}{self.nearest_options(message)} (see --help)\n")

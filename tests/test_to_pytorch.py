@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch to run this test")
 
 from conftest import REPO  # noqa: E402
-from engineering.checkpoint import save_model  # noqa: E402
+from engineering.checkpoint import save_model, shape_record  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 from transformer import ModelConfig, forward, init_params, param_shapes  # noqa: E402
 
@@ -69,7 +69,7 @@ def test_the_comparison_catches_an_untransposed_weight(tmp_path):
 
 def test_torch_names_cover_every_parameter_once():
     cfg = ModelConfig(vocab_size=5, context_len=4, emb_dim=4, num_heads=2, num_layers=3, ff_dim=6, ln_eps=1e-5)
-    model = to_pytorch.GPT(**vars(cfg))
+    model = to_pytorch.GPT(**shape_record(cfg))  # as load_gpt builds it from model.json
     names = [to_pytorch.torch_name(name) for name in param_shapes(cfg)]
     assert sorted(names) == sorted(model.state_dict())
     assert to_pytorch.torch_name("block2.W1") == "blocks.2.mlp.0.weight"

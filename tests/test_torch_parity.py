@@ -1,4 +1,5 @@
-"""Our hand-written loss_and_grads against PyTorch autograd, in float64, to 1e-9 absolute."""
+"""Our hand-written loss_and_grads against PyTorch autograd, in float64, to 1e-9 absolute: GPT-2's model, and
+each of today's options on its own and all of them together."""
 
 import numpy as np
 import pytest
@@ -9,11 +10,21 @@ import torch_gpt  # noqa: E402  (needs torch)
 from transformer import ModelConfig, forward, init_params, loss_and_grads  # noqa: E402
 
 ATOL = 1e-9
+SIZES = {"vocab_size": 11, "context_len": 8, "emb_dim": 8, "num_heads": 2, "num_layers": 2, "ff_dim": 16,
+         "ln_eps": 1e-5}
+# each of today's options on its own, then all together (kv_heads < num_heads, head_dim != C / nh)
+OPTIONS = {"norm": {"norm": "rmsnorm"}, "positions": {"positions": "rope", "rope_theta": 100.0},
+           "mlp": {"mlp": "swiglu"}, "kv_heads": {"num_heads": 4, "kv_heads": 2}, "qk_norm": {"qk_norm": True},
+           "bias": {"bias": False}, "tied_head": {"tied_head": True}, "head_dim": {"head_dim": 6}}
+EVERY_OPTION = {name: value for option in OPTIONS.values() for name, value in option.items()}
+CONFIGS = {"gpt2": ModelConfig(**SIZES),
+           **{name: ModelConfig(**{**SIZES, **option}) for name, option in OPTIONS.items()},
+           "every option": ModelConfig(**{**SIZES, **EVERY_OPTION})}
 
 
-@pytest.fixture
-def model():
-    cfg = ModelConfig(vocab_size=11, context_len=8, emb_dim=8, num_heads=2, num_layers=2, ff_dim=16, ln_eps=1e-5)
+@pytest.fixture(params=CONFIGS.values(), ids=CONFIGS.keys())
+def model(request):
+    cfg = request.param
     rng = np.random.default_rng(5)
     params = init_params(cfg, rng)
     for tensor in params.values():  # every gain and bias off its initial value too

@@ -279,7 +279,10 @@ def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path,
 
 
 @pytest.mark.parametrize("stop_step, length", [(7, {"epochs": 2}), (100, {"epochs": 2}),  # in epochs 1 and 2 of 76
-                                               (13, {"max_steps": 30, "eval_interval": 10})])  # mid-epoch, in steps
+                                               (13, {"max_steps": 30, "eval_interval": 10}),  # mid-epoch, in steps
+                                               (13, {"max_steps": 30, "eval_interval": 10, "norm": "rmsnorm",  # today's
+                                                     "positions": "rope", "mlp": "swiglu", "kv_heads": 1,
+                                                     "qk_norm": True, "bias": False, "tied_head": True})])
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length, monkeypatch):
     whole = train.train(tiny_settings(tmp_path / "whole", corpus, patience=0, **length))
     progress = checkpoint.read_record(whole / "resume.json")
@@ -599,7 +602,8 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--eval_interval", "0"], "eval_interval must be positive"),
         (["--emb_dim", "30", "--num_heads", "4"], "emb_dim (30) must be divisible by num_heads (4)"),
         (["--num_layers", "0"], "num_layers must be a positive integer"),
-        (["--head_dim", "16"], "unrecognized arguments: --head_dim 16"),
+        (["--vocab_size", "16"], "unrecognized arguments: --vocab_size 16"),
+        (["--norm", "batchnorm"], "norm must be 'layernorm' or 'rmsnorm', got 'batchnorm'"),
     ]
     for args, message in cases:
         home = [] if "--checkpoint" in args else ["--checkpoint", tmp_path / "ck"]
