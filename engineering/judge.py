@@ -436,8 +436,9 @@ def model_forward_errors(yours):
 # ---------------------------------------------------------------------------------------------
 # A backward: central differences (check), and where it fails, the page's worked example through it.
 
-# backward -> the layer of gradcheck.CHECKS that judges it (the whole model's loss_and_grads: "model")
-CHECKED_BY = {backward: layer for layer, (backward, _) in CHECKS.items()}
+# backward -> the first layer of gradcheck.CHECKS that judges it (the whole model's loss_and_grads: "model", GPT-2's,
+# not "mod_model", which checks the same function on today's options): reversed, so that the first one is kept
+CHECKED_BY = {backward: layer for layer, (backward, _) in reversed(CHECKS.items())}
 
 def rows_mixed(layer, backward):
     """True when your row-wise backward's first row changes when the other rows are there: a sum or mean over
