@@ -16,7 +16,7 @@ import gradcheck
 import lab
 import train
 import transformer
-from engineering import checkpoint, learners, prompting
+from engineering import checkpoint, learners, parallel, prompting
 from generate import Sampling
 
 EVERY = [dotted for functions in gradcheck.EXERCISE_FUNCTIONS.values() for dotted in functions]
@@ -213,14 +213,18 @@ def test_a_folder_with_nothing_written_leaves_every_function_the_projects(tmp_pa
            f"the project's" in result.stderr
 
 
-def test_a_run_with_the_learners_functions_keeps_to_their_process(tmp_path, corpus):
+@pytest.mark.parametrize("processes", ["2", "0"])  # asked for two processes; threads, where they would pay
+def test_a_run_with_the_learners_functions_keeps_to_their_thread(tmp_path, corpus, monkeypatch, processes):
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: 2)  # as for a larger model: threads would pay
     folder = write_exercises(tmp_path / "derive", ["linear"])  # judged by gradcheck.py itself
     with Ran(folder) as ran:
-        result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", "2",
+        result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", processes,
                           "--exercises", "derive", "--exercises-dir", folder, "--name", "one")
     assert result.returncode == 0, result.stderr
-    assert "--exercises: one process, this one, where your functions are (not --processes 2)" in result.stderr
-    assert checkpoint.load(tmp_path / "home" / "runs" / "one").meta["settings"]["processes"] == 1
+    said = "--exercises: one process, this one, where your functions are (not --processes 2)"
+    assert (said in result.stderr) == (processes == "2")  # 0 was not asked for in so many words: said nothing
+    model = checkpoint.load(tmp_path / "home" / "runs" / "one")
+    assert (model.meta["settings"]["processes"], model.meta["slices"]) == (1, 1)
     assert ran.calls == {"linear_forward", "linear_backward"}
 
 
