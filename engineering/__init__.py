@@ -13,7 +13,7 @@ config.py, gradcheck.py); this package holds the rest, each module one job behin
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
     lab_server.py       lab.py's server: its rules on this machine, a request's fields read defensively; lab/ its page
     lab_models.py       the models the lab answers with, read again when their files change
-    parallel.py         a batch shared out to several processes, their gradients averaged
+    parallel.py         a batch shared out to threads or processes, their gradients averaged
     learners.py         --exercises TRACK: the functions the learner wrote, judged, in the project's place
     planner.py          --minutes M: the model, merges, batch and steps chosen for the time, and the run kept to it
     files.py            files written whole or not at all; JSON read with its problem told

@@ -241,8 +241,7 @@ class OnProcesses(Slices):
         for _, error in answers:
             if error is not None:
                 raise error
-        shapes = {name: p.shape for name, p in params.items()}
-        return results + [(loss, views_into(worker.grads, shapes)) for (loss, _), worker in zip(answers, asked)]
+        return results + [(loss, views_into(worker.grads, self.shapes)) for (loss, _), worker in zip(answers, asked)]
 
     def start(self, params, flat, cfg):
         """Start the workers for parameters of this layout (flat: their buffer), unless they run for it already."""
@@ -252,6 +251,7 @@ class OnProcesses(Slices):
         if layout == self.layout:
             return
         self.close()
+        self.shapes = shapes  # of the gradients each worker writes, flat, in the parameters' order
         context = multiprocessing.get_context("spawn")  # a fresh interpreter, alike on Linux, macOS and Windows
         shared = context.RawArray("b", flat.nbytes)
         self.shared_params = np.frombuffer(shared, dtype)
