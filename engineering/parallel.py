@@ -43,8 +43,9 @@ from transformer import flat_buffer, loss_and_grads, views_into
 # A slice is worth a thread when its matrix products take at least this many FLOPs per step: below it,
 # the fixed cost of a step (hundreds of short numpy calls, whatever the batch, between which the threads
 # take turns at Python's lock) outweighs the second core. Measured on 2 cores, a whole step on 2 threads
-# against 1: the reference model at B = 32 (6.9e7 FLOPs a slice) 0.89 times as fast, B = 64 (1.4e8) 1.17;
-# the book recipe's at B = 2 (1.1e8) 0.85, B = 4 (2.2e8) 1.03, B = 6 (3.3e8) 1.18, B = 12 (6.6e8) 1.46.
+# against 1, two runs: the reference model at B = 32 (6.9e7 FLOPs a slice) 0.89 and 0.87 times as fast,
+# B = 64 (1.4e8) 1.17 twice; the book recipe's at B = 2 (1.1e8) 0.85 and 0.84, B = 4 (2.2e8) 1.03 and 0.92,
+# B = 6 (3.3e8) 1.18 and 1.17, B = 12 (6.6e8) 1.46 to 1.48.
 FLOPS_PER_THREAD = 2 ** 27
 
 
