@@ -17,7 +17,9 @@ ratios come from that one run, and beside each ratio its spread over the turns (
 the ratios of the two sides' medians, turn by turn). The turns are bursts of steps (5 at the
 reference shape, 1 at the large), each after a pause of 0.2 s: an idle thread pool spins for a
 while after its last task (OpenBLAS's for about 50 ms of CPU here, PyTorch's for a few ms), and on
-a machine with few cores that spinning would otherwise slow whichever side runs next.
+a machine with few cores that spinning would otherwise slow whichever side runs next. After the
+pause each side takes untimed steps for 0.05 s (WARM_SECONDS): the first steps after an idle pause
+are slow, the threads' most, and a run's steps follow each other with no pause.
 
 --batch B takes B sequences a step in place of the shape's own: where slices start to pay is found
 so (docs/engineering/processes.md, When slices pay).
@@ -76,6 +78,10 @@ SHAPES = {  # name: (B, T, emb_dim, heads, layers, ff_dim, V); context_len = T
 DEFAULT_REPS = {"reference": 60, "book": 40, "large": 24}  # the large shape drifts by 5% between runs of 10
 BURST = {"reference": 5, "book": 2, "large": 1}  # steps in a row per turn; one turn lasts a few ms at least
 SETTLE_SECONDS = 0.2  # pause before each turn, for the other side's idle threads to stop spinning
+# untimed steps after each pause, for at least this long: after an idle pause a thread that sleeps while another
+# works is woken slowly for a few steps (a book step on 2 threads took 24.8, 22.4, 16.8 ms after 0.2 s idle, then
+# 13.1 to 13.6 ms), where a run's steps follow each other with no pause
+WARM_SECONDS = 0.05
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, (0.9, 0.999), 1e-8, 0.01, 1.0
 
 
@@ -186,8 +192,16 @@ def alternate(timed_steps, reps, warmup, burst):
     for _ in range(max(1, reps // burst)):
         for side, timed_step in timed_steps.items():
             time.sleep(SETTLE_SECONDS)
+            warmed(timed_step)
             runs[side] += [timed_step() for _ in range(burst)]
     return runs
+
+
+def warmed(timed_step):
+    """Take untimed steps for WARM_SECONDS at least."""
+    spent = 0.0
+    while spent < WARM_SECONDS:
+        spent += timed_step()[0]
 
 
 def median_ms(steps):
