@@ -67,7 +67,7 @@ RECIPES = {
         "max_steps": 2200,  # 2.19 in 74 s of wall time (two runs); 2,500 steps gave 2.15 but took 81-87 s
         "warmup_steps": 100, "beta2": 0.99, "weight_decay": 0.1,  # nanoGPT's; 50, 0.999, 0.01 did no better
         "eval_interval": 500, "eval_tokens": 8192,  # five quick validations on a fixed choice of windows
-        "processes": 2,  # a step 1.13 times as fast as 2 threads' (0), with the same numbers (docs/engineering/processes.md)
+        "processes": 2,  # a step 1.18 times as fast as 2 threads' (0), with the same numbers (docs/engineering/processes.md)
     },
     "gpt2": {
         # fine-tuning GPT-2 124M (--init_from) on a text of your own, on a laptop's CPU

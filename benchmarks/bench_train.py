@@ -80,7 +80,7 @@ BURST = {"reference": 5, "book": 2, "large": 1}  # steps in a row per turn; one 
 SETTLE_SECONDS = 0.2  # pause before each turn, for the other side's idle threads to stop spinning
 # untimed steps after each pause, for at least this long: after an idle pause a thread that sleeps while another
 # works is woken slowly for a few steps (a book step on 2 threads took 24.8, 22.4, 16.8 ms after 0.2 s idle, then
-# 13.1 to 13.6 ms), where a run's steps follow each other with no pause
+# 12.8 to 13.6 ms), where a run's steps follow each other with no pause
 WARM_SECONDS = 0.05
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-3, (0.9, 0.999), 1e-8, 0.01, 1.0
 

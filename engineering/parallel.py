@@ -7,8 +7,9 @@ the cores of one CPU, in one of two ways that the setting `processes` chooses (s
   on a slice, keep two cores busy through most of a step; between two calls each thread needs the lock,
   and waits while the other holds it. A breakpoint() stops in this process, and nothing is copied.
 - processes (2 or more): workers that share nothing but the numbers, and never wait on each other's
-  lock. On 2 cores their step was 1.13 times as fast as the threads' at the book recipe's shape, and
-  twice as fast at the default model's, where threads do not pay at all (docs/engineering/processes.md).
+  lock. On 2 cores their step was 1.18 times as fast as the threads' at the book recipe's shape, twice
+  as fast at the default model's, where threads do not pay at all, and 1.01 to 1.08 times at a model
+  of 4 blocks of width 256 (docs/engineering/processes.md).
   The parameters are copied into shared memory before each step, each worker writes its slice's
   gradients into shared memory of its own, and a pipe carries the slices of ids and the losses.
 
