@@ -151,10 +151,10 @@ class Slices:
         slices = sliced(ids, targets, self.count)
         try:
             with one_blas_thread(), breakpoints_deferred():
-                results = self.compute(params, slices, cfg)
-        except BreakpointInASlice:  # the step again, whole, in this thread: where the breakpoint stops
-            return self.model_loss_and_grads(params, ids, targets, cfg)
-        return combined(slices, results, len(ids))
+                return combined(slices, self.compute(params, slices, cfg), len(ids))
+        except BreakpointInASlice:  # left here: an error of the step below is not told as met while handling it
+            pass
+        return self.model_loss_and_grads(params, ids, targets, cfg)  # the step again, whole: where it stops
 
     def close(self):
         pass
