@@ -54,7 +54,7 @@ weight_decay = 0.01  # decoupled weight decay (AdamW), applied to every matrix a
 grad_clip = 1.0  # gradients are scaled down to this global L2 norm when larger
 checkpoint = "checkpoints"  # where models live: each run in its own folder in runs/; talk.py reads the latest finished
 init_from = ""  # a Hugging Face GPT-2 folder to fine-tune (config.json, model.safetensors, vocab.json, merges.txt)
-processes = 1  # processes sharing each batch: 1 = this one (a breakpoint() in a backward stops here); 0 = one per core where it pays; at most 2 per core
+processes = 0  # who shares each batch: 0 = this process's threads, one per core where a slice holds enough work (not the default model's); 1 = this thread alone; N = N processes, faster, but a breakpoint() in another's slice does not stop; at most 2 per core
 
 # --- generation ---
 max_new_tokens = 50  # tokens generated for each prompt
@@ -77,7 +77,7 @@ RECIPES = {
         "max_steps": 2200,  # 2.19 in 74 s of wall time (two runs); 2,500 steps gave 2.15 but took 81-87 s
         "warmup_steps": 100, "beta2": 0.99, "weight_decay": 0.1,  # nanoGPT's; 50, 0.999, 0.01 did no better
         "eval_interval": 500, "eval_tokens": 8192,  # five quick validations on a fixed choice of windows
-        "processes": 0,  # one per core: each of 2 slices holds 20 times the work that pays a process (processes_for)
+        "processes": 2,  # a step 1.18 times as fast as 2 threads' (0), with the same numbers (docs/engineering/processes.md)
     },
     "gpt2": {
         # fine-tuning GPT-2 124M (--init_from) on a text of your own, on a laptop's CPU
@@ -86,6 +86,7 @@ RECIPES = {
         "max_steps": 30, "eval_interval": 10, "eval_tokens": 2048, "warmup_steps": 5,  # about 3 minutes in all
         "lr_max": 1e-4, "lr_min": 1e-5,  # a tenth of the book recipe's: the weights are trained already
         "beta2": 0.99, "weight_decay": 0.0,  # no decay pulling the pretrained weights towards 0
+        "processes": 1,  # one thread: a thread of its own would hold a second gradient of 650 MB
     },
 }
 RECIPE_USES = {  # what each recipe is for, a line each in --help

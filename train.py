@@ -13,8 +13,8 @@ loss and gradients (transformer.loss_and_grads), clips them and takes one AdamW 
 and Adam, in transformer.py beside the model they update). The held-out part is scored whole at each
 validation, and the model with the best validation loss is kept in the run's folder,
 checkpoints/runs/<name>/, where talk.py finds it. The loop runs in this process, so a breakpoint() in
-a backward stops here; --processes N shares each batch out to N processes. Reading the corpus, the
-run folders and the processes are engineering/'s.
+a backward stops here, also where threads share each batch (a larger model's); --processes N shares it
+out to N processes. Reading the corpus, the run folders and the threads and processes are engineering/'s.
 """
 
 import argparse

@@ -10,8 +10,9 @@ form, and run this script on the copy. --base (default: this project's root) is 
 
 Each side is a trainer process of its own with its folder first on sys.path, so the folder's
 transformer.py and engineering/parallel.py are the ones it imports, and so are the ones imported by the
-DataParallel workers it starts (they inherit sys.path). A trainer takes steps as train.py does:
-DataParallel on parallel.processes_for's count of processes, then clip_grad_norm and one Adam step
+worker processes it starts (they inherit sys.path). A trainer takes steps as train.py does: its batch
+shared as parallel.sharing shares it, at the reference shape with config.py's --processes (one thread), at
+the book shape with the book recipe's (two processes), then clip_grad_norm and one Adam step
 (the book recipe's betas and weight decay), in float32, on a few fixed random batches in turn. On
 each request it takes that many steps and replies with each step's seconds.
 
@@ -35,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -44,12 +46,12 @@ BATCHES = 8  # fixed random batches, taken in turn
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-4, (0.9, 0.99), 1e-8, 0.1, 1.0  # the rate does not change a step's time
 
 
-def train_on_request(folder, dims):
+def train_on_request(folder, dims, processes):
     """The trainer: import the folder's project, then for each line n on stdin take n training steps
-    and print their seconds as a JSON list. Its first line says how many processes it trains on."""
+    and print their seconds as a JSON list. Its first line says how it shares a batch."""
     sys.path.insert(0, folder)
-    from engineering.parallel import DataParallel, processes_for
-    from transformer import Adam, ModelConfig, clip_grad_norm, init_params
+    from engineering.parallel import sharing
+    from transformer import Adam, ModelConfig, clip_grad_norm, init_params, loss_and_grads
 
     B, T, C, nh, L, F, V = dims
     cfg = ModelConfig(vocab_size=V, context_len=T, emb_dim=C, num_heads=nh, num_layers=L, ff_dim=F, ln_eps=1e-5)
@@ -58,8 +60,9 @@ def train_on_request(folder, dims):
     opt = Adam(params, BETAS[0], BETAS[1], EPS, WEIGHT_DECAY)
     batches = [rng.integers(0, V, size=(B, T + 1)) for _ in range(BATCHES)]  # ids are [:, :-1], targets [:, 1:]
     taken = 0
-    with DataParallel(processes_for(cfg, B, T)) as parallel:
-        print(json.dumps(parallel.processes), flush=True)
+    settings = types.SimpleNamespace(processes=processes, batch_size=B, seq_len=T)
+    with sharing(settings, cfg, loss_and_grads) as parallel:
+        print(json.dumps(f"{parallel.count} {type(parallel).__name__}"), flush=True)
         for line in sys.stdin:
             took = []
             for _ in range(int(line)):
@@ -76,13 +79,14 @@ def train_on_request(folder, dims):
 class Trainer:
     """The parent's handle on one side's trainer process."""
 
-    def __init__(self, folder, dims):
+    def __init__(self, folder, dims, processes):
         # The trainer gets the shape's numbers, not its name: importing bench_train there would import
         # this tree's transformer.py before the folder's.
-        command = [sys.executable, __file__, "--trainer", folder, "--dims", ",".join(map(str, dims))]
+        command = [sys.executable, __file__, "--trainer", folder, "--dims", ",".join(map(str, dims)),
+                   "--processes", str(processes)]
         self.folder = folder
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.processes = self.reply()
+        self.sharing = self.reply()
 
     def reply(self):
         line = self.process.stdout.readline()
@@ -113,12 +117,13 @@ def take_turns(trainers, turns, burst, pause):
     return took
 
 
-def compare(shape, dims, base, other, args):
-    """Time the two folders at one shape and print each side's median and the other side's difference."""
+def compare(shape, dims, processes, base, other, args):
+    """Time the two folders at one shape, each sharing its batch as --processes asks, and print each side's
+    median and the other side's difference."""
     burst = args.burst or BURST[shape]
     trainers = []
     try:
-        trainers += [Trainer(base, dims), Trainer(other, dims)]
+        trainers += [Trainer(base, dims, processes), Trainer(other, dims, processes)]
         took = take_turns(trainers, args.turns, burst, args.pause)
     finally:
         for trainer in trainers:
@@ -129,7 +134,7 @@ def compare(shape, dims, base, other, args):
     print(f"\n{shape}: B={B} T={T} emb_dim={C} heads={nh} layers={L} ff_dim={F} V={V}, float32; "
           f"{args.turns} turns of {burst} steps per side, {args.pause} s pause before each")
     for label, trainer, ms in (("base", trainers[0], base_ms), ("other", trainers[1], other_ms)):
-        print(f"  {label:6s}{ms:8.2f} ms/step  on {trainer.processes} process(es)  {trainer.folder}")
+        print(f"  {label:6s}{ms:8.2f} ms/step  on {trainer.sharing}  {trainer.folder}")
     print(f"  the other side is {abs(change):.1f}% {'slower' if change >= 0 else 'faster'}")
 
 
@@ -151,19 +156,22 @@ def main():
     parser.add_argument("--pause", type=float, default=PAUSE_SECONDS, help="seconds of sleep before each turn")
     parser.add_argument("--trainer", help=argparse.SUPPRESS)
     parser.add_argument("--dims", help=argparse.SUPPRESS)
+    parser.add_argument("--processes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trainer:
-        train_on_request(args.trainer, [int(d) for d in args.dims.split(",")])
+        train_on_request(args.trainer, [int(d) for d in args.dims.split(",")], args.processes)
         return
     if args.other is None:
         parser.error("OTHER_FOLDER is required")
     from bench_train import ROOT, SHAPES  # here, not at the top: a trainer must import its own folder's project
+    import config
     from engineering.parallel import cores
 
     base, other = project_folder(args.base or ROOT), project_folder(args.other)
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}, {cores()} cores")
     for shape in BURST if args.shape == "all" else [args.shape]:
-        compare(shape, SHAPES[shape], base, other, args)
+        processes = config.RECIPES["book"]["processes"] if shape == "book" else config.processes
+        compare(shape, SHAPES[shape], processes, base, other, args)
 
 
 if __name__ == "__main__":

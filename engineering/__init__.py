@@ -13,7 +13,7 @@ lab.py, config.py, gradcheck.py); this package holds the rest, each module one j
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
     lab_server.py       lab.py's server: its rules on this machine, a request's fields read defensively; lab/ its page
     lab_models.py       the models the lab answers with, read again when their files change
-    parallel.py         a batch shared out to several processes, their gradients averaged
+    parallel.py         a batch shared out to threads or processes, their gradients averaged
     judge.py            the exercises' judge (python exercises/judge.py): each kind of function judged its own way
     learners.py         --exercises TRACK: the functions the learner wrote, judged, in the project's place
     planner.py          --minutes M: the model, merges, batch and steps chosen for the time, and the run kept to it

@@ -223,12 +223,15 @@ def swapped(replacing, learner_modules):
 
 
 def kept_in_this_process(settings):
-    """The settings, with processes = 1 while the learner's functions are in place: processes of a training run's
-    own would start afresh with the project's functions."""
+    """The settings, with processes = 1 (this thread alone) while the learner's functions are in place: processes of
+    a training run's own would start afresh with the project's functions, and a function of the learner's need not
+    be safe to run in two threads at once (a cache kept in a global from the forward to the backward would be
+    overwritten by the other slice's, and the gradients wrong without a word)."""
     if not IN_PLACE or settings.processes == 1:
         return settings
-    print(f"--exercises: one process, this one, where your functions are (not --processes {settings.processes})",
-          file=sys.stderr)
+    if settings.processes > 1:  # asked for: said why not
+        print(f"--exercises: one process, this one, where your functions are (not --processes {settings.processes})",
+              file=sys.stderr)
     return replaced(settings, {"processes": 1})
 
 

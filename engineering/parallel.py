@@ -1,23 +1,29 @@
-"""Training on every core: each batch is cut into slices of rows, one per process, and the gradients
-of the slices are averaged. This is data parallelism, as nanoGPT does across GPUs with one process
-per GPU, here across the cores of one CPU.
+"""Training on every core: each batch is cut into slices of rows, and the gradients of the slices are
+averaged. This is data parallelism, as nanoGPT does across GPUs with one process per GPU, here across
+the cores of one CPU, in one of two ways that the setting `processes` chooses (sharing):
 
-Why processes and not threads: threads share Python's global lock, which NumPy lets go of only
-inside each array operation. A step of a small model is hundreds of short operations, so two
-threads mostly wait on each other: on 2 cores the reference model took 2.9-3.5 ms a step on two
-threads against 2.1 on one. Processes share nothing but the numbers: the parameters are copied into
-shared memory before each step, each worker writes its slice's gradients into shared memory of its
-own, and a pipe carries the slices of ids and the losses. The process that asks for the step
-computes the first slice itself. While slices run side by side, numpy's BLAS is held to one thread
-in each process (threadpoolctl), so that the processes do not fight over the cores; with one
-process, BLAS keeps all its threads.
+- threads of the person's own process (0, the default), where a slice holds enough work to pay. NumPy
+  lets go of Python's global lock inside its products and its element-wise loops, so two threads, each
+  on a slice, keep two cores busy through most of a step; between two calls each thread needs the lock,
+  and waits while the other holds it. A breakpoint() stops in this process, and nothing is copied.
+- processes (2 or more): workers that share nothing but the numbers, and never wait on each other's
+  lock. On 2 cores their step was 1.18 times as fast as the threads' at the book recipe's shape, twice
+  as fast at the default model's, where threads do not pay at all, and 1.01 to 1.08 times at a model
+  of 4 blocks of width 256 (docs/engineering/processes.md).
+  The parameters are copied into shared memory before each step, each worker writes its slice's
+  gradients into shared memory of its own, and a pipe carries the slices of ids and the losses.
 
-The loss is the mean over the N positions of the batch. With slices of N_k positions,
+Either way the calling thread computes the first slice itself, and while slices run side by side,
+numpy's BLAS is held to one thread (threadpoolctl), so that they do not fight over the cores; with one
+slice, BLAS keeps all its threads. The loss is the mean over the N positions of the batch. With slices
+of N_k positions,
     loss = sum_k (N_k / N) loss_k,    grads = sum_k (N_k / N) grads_k,
-which are the numbers of one loss_and_grads over the whole batch, up to float rounding.
+which are the numbers of one loss_and_grads over the whole batch, up to float rounding; the slices are
+added in their order, so K slices give the same bits on threads or on processes, every time.
 """
 
 import contextlib
+import contextvars
 import ctypes
 import functools
 import multiprocessing
@@ -28,18 +34,20 @@ import threading
 import time
 import traceback
 import types
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from transformer import flat_buffer, loss_and_grads, views_into
 
-# A slice is worth a process when its matrix products take at least this many FLOPs per step:
-# below it, the fixed cost of a step (hundreds of short numpy calls, whatever the batch) and handing
-# the slice over and back outweigh the second core. Measured on 2 cores, the reference model's step
-# on 2 processes against 1: B = 4 (1.7e7 FLOPs), 0.90 times as fast; B = 8 (3.5e7), 0.97; B = 16
-# (6.9e7), 1.22; so the line lies between 1.7e7 and 3.5e7 FLOPs per slice.
-FLOPS_PER_PROCESS = 2 ** 25
+# A slice is worth a thread when its matrix products take at least this many FLOPs per step: below it,
+# the fixed cost of a step (hundreds of short numpy calls, whatever the batch, between which the threads
+# take turns at Python's lock) outweighs the second core. Measured on 2 cores, a whole step on 2 threads
+# against 1, two runs: the reference model at B = 32 (6.9e7 FLOPs a slice) 0.89 and 0.87 times as fast,
+# B = 64 (1.4e8) 1.17 twice; the book recipe's at B = 2 (1.1e8) 0.85 and 0.84, B = 4 (2.2e8) 1.03 and 0.92,
+# B = 6 (3.3e8) 1.18 and 1.17, B = 12 (6.6e8) 1.46 to 1.48.
+FLOPS_PER_THREAD = 2 ** 27
 
 
 def matmul_flops(cfg, batch_size, seq_len):
@@ -71,68 +79,153 @@ def thread_pools():
 
 
 def one_blas_thread():
-    """A with-block inside which numpy's BLAS runs on one thread, as many as before after it."""
+    """A with-block inside which numpy's BLAS runs on one thread, as many as before after it. The limit
+    is the whole process's, not a thread's (OpenBLAS keeps one count for all its callers): only the thread
+    that hands out the slices sets it, around all of them, so that no slice's end lifts it under another."""
     return thread_pools().limit(limits=1, user_api="blas")
 
 
 def blas_controlled():
     """Whether threadpoolctl can set the threads of numpy's BLAS (OpenBLAS, MKL, BLIS: yes; Apple's
-    Accelerate: no, and there the processes would fight over the cores)."""
+    Accelerate: no, and there the slices would fight BLAS's own threads over the cores)."""
     return any(pool["user_api"] == "blas" for pool in thread_pools().info())
 
 
-def processes_for(cfg, batch_size, seq_len, available=None):
-    """How many processes to train with: one per core, as long as each slice of the batch keeps at
-    least FLOPS_PER_PROCESS of products; 1 where numpy's BLAS cannot be held to one thread.
+def threads_for(cfg, batch_size, seq_len, available=None):
+    """How many threads share a batch: one per core, as long as each slice of the batch keeps at least
+    FLOPS_PER_THREAD of products; 1 where numpy's BLAS cannot be held to one thread.
 
-    Example: the reference shape (6.9e7 FLOPs a step) -> 2 on 2 or more cores; B = 8 of it (3.5e7) -> 1
+    Example: the book recipe's shape (1.3e9 FLOPs a step) -> 2 on 2 or more cores; the reference shape (6.9e7) -> 1
     """
     if not blas_controlled():
         return 1
     available = cores() if available is None else available
-    worth = matmul_flops(cfg, batch_size, seq_len) // FLOPS_PER_PROCESS
+    worth = matmul_flops(cfg, batch_size, seq_len) // FLOPS_PER_THREAD
     return max(1, min(available, batch_size, worth))
+
+
+def sharing(settings, cfg, loss_and_grads):
+    """The with-block that computes each batch's loss and gradients as the setting `processes` asks: 0, threads
+    of this process where they pay (threads_for), each slice computed by loss_and_grads; 1, this thread alone;
+    2 or more, that many processes (which compute the project's own loss_and_grads)."""
+    if settings.processes >= 2:
+        return OnProcesses(settings.processes)
+    return OnThreads(settings.processes or threads_for(cfg, settings.batch_size, settings.seq_len), loss_and_grads)
+
+
+def sliced(ids, targets, count):  # (B, T) ids and targets -> [(slice_ids, slice_targets)] of the non-empty slices
+    pairs = zip(np.array_split(ids, count), np.array_split(targets, count))
+    return [(slice_ids, slice_targets) for slice_ids, slice_targets in pairs if len(slice_ids)]
+
+
+def combined(slices, results, rows):  # the slices, their [(loss, grads)], the batch's rows -> loss, grads
+    """loss = sum_k (N_k / N) loss_k and grads = sum_k (N_k / N) grads_k, added in order, in place into the
+    first slice's gradients; each other slice's are scaled in place (a thread's let go of, a worker's written
+    over at the next step)."""
+    shares = [len(slice_ids) / rows for slice_ids, _ in slices]
+    loss = sum(share * slice_loss for share, (slice_loss, _) in zip(shares, results))
+    grads = results[0][1]
+    total = flat_buffer(grads)
+    total *= shares[0]
+    for share, (_, slice_grads) in zip(shares[1:], results[1:]):
+        weighted = flat_buffer(slice_grads)
+        weighted *= share
+        total += weighted
+    return loss, grads
+
+
+class Slices:
+    """loss_and_grads over a batch, cut into `count` slices of its rows that the subclass computes at once
+    (compute), each by model_loss_and_grads. Use as a with-block; a batch that cannot be cut goes whole to
+    model_loss_and_grads, in this thread."""
+
+    def __init__(self, count, model_loss_and_grads):
+        assert count >= 1, f"a batch is cut into 1 or more slices, not {count}"
+        keep_freed_memory()
+        self.count, self.model_loss_and_grads = count, model_loss_and_grads
+
+    def loss_and_grads(self, params, ids, targets, cfg):  # (B, T) ids and targets -> loss, grads
+        ids, targets = np.asarray(ids), np.asarray(targets)
+        if self.count == 1 or ids.ndim != 2 or len(ids) == 1:
+            return self.model_loss_and_grads(params, ids, targets, cfg)
+        slices = sliced(ids, targets, self.count)
+        try:
+            with one_blas_thread(), breakpoints_deferred():
+                return combined(slices, self.compute(params, slices, cfg), len(ids))
+        except BreakpointInASlice:  # left here: an error of the step below is not told as met while handling it
+            pass
+        return self.model_loss_and_grads(params, ids, targets, cfg)  # the step again, whole: where it stops
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class OnThreads(Slices):
+    """The slices computed by threads of this process, each by the loss_and_grads handed in (the loop's: with
+    --exercises, the learner's), the first in the calling thread. Nothing is copied: every thread reads the
+    parameters as they are."""
+
+    def __init__(self, threads, loss_and_grads):
+        super().__init__(threads, loss_and_grads)
+        self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="slice") if threads > 1 else None
+
+    def compute(self, params, slices, cfg):  # -> [(loss, grads)] of each slice, in order
+        """The first slice here, each of the others in a thread of the pool, all at once. Each slice runs in a
+        copy of this thread's context, so numpy's error state (np.errstate) is the loop's in every slice."""
+        others = [self.pool.submit(contextvars.copy_context().run, self.model_loss_and_grads, params, *job, cfg)
+                  for job in slices[1:]]
+        try:
+            first = self.model_loss_and_grads(params, *slices[0], cfg)
+        finally:  # every slice handed out ends before the step does, even when this one failed
+            wait(others)
+        return [first] + [other.result() for other in others]
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+class BreakpointInASlice(BaseException):
+    """A breakpoint() met while the slices run. A BaseException, so that no `except Exception` of the step's
+    own code catches it on its way out."""
+
+
+def slices_stop(*args, **kwargs):
+    raise BreakpointInASlice
+
+
+@contextlib.contextmanager
+def breakpoints_deferred():
+    """Inside the with-block, breakpoint() in any thread ends the slices, and the step is then computed whole
+    in the calling thread, where the breakpoint stops as it would with one thread: the debugger never stops in
+    two threads at once, each with half a batch and both reading the terminal, nor in a worker process."""
+    hook = sys.breakpointhook  # the person's, or PYTHONBREAKPOINT's
+    sys.breakpointhook = slices_stop
+    try:
+        yield
+    finally:
+        sys.breakpointhook = hook
 
 
 # ---------------------------------------------------------------------------------------------
 # The processes.
 
-class DataParallel:
-    """loss_and_grads over a batch, computed by `processes` processes, each on a slice of its rows.
-
-    Use as `with DataParallel(processes) as parallel: loss, grads = parallel.loss_and_grads(...)`.
-    This process computes the first slice; processes - 1 workers, started at the first batch there
-    is to cut, compute the others. The slices are fixed by the batch's rows and the process count,
-    and added up in order, so the same batch gives the same bits every time. The workers start as
-    fresh interpreters that import only this module and what it imports, never the main script
-    (main_script_hidden), so a script that trains need not keep its work under a main guard.
-    """
+class OnProcesses(Slices):
+    """The slices computed by `processes` processes: the first here, the others by processes - 1 workers,
+    started at the first batch there is to cut. The workers start as fresh interpreters that import only
+    this module and what it imports, never the main script (main_script_hidden), so a script that trains
+    need not keep its work under a main guard; they compute the project's own loss_and_grads."""
 
     def __init__(self, processes):
-        assert processes >= 1, f"processes must be 1 or more, got {processes}"
-        keep_freed_memory()
-        self.processes = processes
+        super().__init__(processes, loss_and_grads)
         self.workers = []  # a Worker for each slice after the first
         self.layout = None  # (cfg, names and shapes, dtype) of the parameters the workers were started for
-
-    def loss_and_grads(self, params, ids, targets, cfg):  # (B, T) ids and targets -> loss, grads
-        ids, targets = np.asarray(ids), np.asarray(targets)
-        if self.processes == 1 or ids.ndim != 2 or len(ids) == 1:
-            return loss_and_grads(params, ids, targets, cfg)
-        slices = list(zip(np.array_split(ids, self.processes), np.array_split(targets, self.processes)))
-        slices = [(slice_ids, slice_targets) for slice_ids, slice_targets in slices if len(slice_ids)]
-        with one_blas_thread():
-            results = self.compute(params, slices, cfg)
-        # loss = sum_k (N_k / N) loss_k and grads = sum_k (N_k / N) grads_k, added in place into the first
-        shares = [len(slice_ids) / len(ids) for slice_ids, _ in slices]
-        loss = sum(share * slice_loss for share, (slice_loss, _) in zip(shares, results))
-        grads = results[0][1]
-        total = flat_buffer(grads)
-        total *= shares[0]
-        for share, (_, slice_grads) in zip(shares[1:], results[1:]):
-            slice_grads *= share  # in place, in shared memory: the worker writes over it next step anyway
-            total += slice_grads
-        return loss, grads
 
     def compute(self, params, slices, cfg):  # -> [(loss, grads)] of each slice, in order
         """The first slice here, each of the others in a worker, all at once."""
@@ -144,13 +237,13 @@ class DataParallel:
             for worker, job in zip(self.workers, slices[1:]):
                 worker.ask(job)
                 asked.append(worker)
-            results = [loss_and_grads(params, *slices[0], cfg)]
+            results = [self.model_loss_and_grads(params, *slices[0], cfg)]
         finally:  # every worker asked is heard from, even when something failed, so none is left a step behind
             answers = [worker.answer() for worker in asked]
         for _, error in answers:
             if error is not None:
                 raise error
-        return results + [(loss, worker.grads) for (loss, _), worker in zip(answers, asked)]
+        return results + [(loss, views_into(worker.grads, self.shapes)) for (loss, _), worker in zip(answers, asked)]
 
     def start(self, params, flat, cfg):
         """Start the workers for parameters of this layout (flat: their buffer), unless they run for it already."""
@@ -160,23 +253,18 @@ class DataParallel:
         if layout == self.layout:
             return
         self.close()
+        self.shapes = shapes  # of the gradients each worker writes, flat, in the parameters' order
         context = multiprocessing.get_context("spawn")  # a fresh interpreter, alike on Linux, macOS and Windows
         shared = context.RawArray("b", flat.nbytes)
         self.shared_params = np.frombuffer(shared, dtype)
         with sigint_ignored(), main_script_hidden():  # Ctrl-C is for this process to handle
-            self.workers = [Worker(context, shared, shapes, dtype, cfg, number) for number in range(1, self.processes)]
+            self.workers = [Worker(context, shared, shapes, dtype, cfg, number) for number in range(1, self.count)]
         self.layout = layout
 
     def close(self):
         for worker in self.workers:
             worker.stop()
         self.workers, self.layout = [], None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class Worker:

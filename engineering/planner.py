@@ -11,8 +11,9 @@ How the choice is made, in four steps a learner can redo by hand:
 2. The text: a text easier to predict than the tragedies reaches fewer bits per character with the same
    model. bz2, the standard library's compressor, is a cheap judge of that: the table's figure is scaled
    by 1 - TEXT_K (1 - z / TEXT_BZ2), z bz2's bits/char on this text (text_factor).
-3. This machine: a few steps of each shape are timed here (seconds in all), so the steps that fit are
-   the seconds left, less the validations and saves, over the seconds a step takes.
+3. This machine: a few steps of each shape are timed here (seconds in all), on the threads or
+   processes its run would share each batch between, so the steps that fit are the seconds left, less
+   the validations and saves, over the seconds a step takes.
 4. The choice: the shape whose predicted bits/char at the steps that fit it is the lowest. A larger
    model learns more from each step but takes fewer of them in the time, so in a few minutes the small
    one wins, and the larger ones only where the time holds enough of their steps (docs/08-training.md).
@@ -30,6 +31,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from engineering.errors import InputError
+from engineering.parallel import sharing
 from engineering.settings import model_config, replaced
 from engineering.wording import duration
 from transformer import init_params
@@ -173,7 +175,9 @@ class Budget:
         candidates = {name: replaced(settings, shape) for name, shape in shapes.items()}
         for name, s in candidates.items():
             cfg = model_config(s, vocab_size)
-            self.timed[name] = seconds_per_step(cfg, s.batch_size, s.seq_len, s.dtype, loss_and_grads, s.seed)
+            with sharing(s, cfg, loss_and_grads) as shared:  # on the threads or processes the run will use
+                self.timed[name] = seconds_per_step(cfg, s.batch_size, s.seq_len, s.dtype, shared.loss_and_grads,
+                                                    s.seed)
         until_end = self.end - clock()
         self.shape = min(candidates, key=lambda name: self.expected(name, until_end / self.timed[name])[0])
         self.pace = self.timed[self.shape]

@@ -2,7 +2,7 @@
 
 train.py's loop holds the algorithm (the step, the losses, the best validation, the patience rule);
 this module keeps the books. `opened` is the door: around the loop it holds the run folder's lock,
-Ctrl-C, the progress line, the processes that share a batch, and the clean-up; the loop calls it
+Ctrl-C, the progress line, the threads or processes that share a batch, and the clean-up; the loop calls it
 once a step (`stepped`), at each validation (`validated`), and asks whether to stop (`stop_asked`).
 What it writes: the best model (checkpoint.save_model), the state to resume from, losses.csv and
 losses.png, every file whole or not at all (files.py).
@@ -23,7 +23,7 @@ import numpy as np
 from engineering import checkpoint, runs
 from engineering.errors import InputError, os_reason, os_remedy, stdout_to_nowhere
 from engineering.files import removed_on_failure, temporary_name, write_atomically
-from engineering.parallel import DataParallel, processes_for
+from engineering.parallel import sharing
 from engineering.settings import recorded
 from engineering.wording import as_path, duration, home_option
 
@@ -56,11 +56,11 @@ class Run:
             return "it had not validated a model yet, so there is none to talk to"
         return f"its best model (step {best['step']:,}) is in {self.folder}/"
 
-    def model_meta(self, settings, processes):
+    def model_meta(self, settings, slices):
         """What model.json records beside the model's shape (checkpoint.save_model)."""
         return {"settings": recorded(settings), "seed": settings.seed, "steps": self.step, "best_step": self.best()["step"],
                 "run": self.folder.name, "history": self.history,
-                "processes": processes,  # the slices of each batch: they decide the gradients' last bits
+                "slices": slices,  # of each batch, on threads or processes: they decide the gradients' last bits
                 "corpus": self.corpus,
                 "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "pandas": version("pandas")},
                 "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -171,10 +171,10 @@ def restarted(folder, total_steps, info, corpus_path):
 class RunLog:
     """What the loop tells the run, and asks of it (see opened)."""
 
-    def __init__(self, run, params, opt, cfg, tokenizer, settings, processes, loss_and_grads, stop, progress):
+    def __init__(self, run, params, opt, cfg, tokenizer, settings, slices, loss_and_grads, stop, progress):
         self.run, self.params, self.opt, self.cfg, self.tokenizer = run, params, opt, cfg, tokenizer
-        self.settings, self.processes, self.stop, self.progress = settings, processes, stop, progress
-        self.loss_and_grads = loss_and_grads  # the batch's loss and gradients, in this process or shared out
+        self.settings, self.slices, self.stop, self.progress = settings, slices, stop, progress
+        self.loss_and_grads = loss_and_grads  # the batch's loss and gradients, in this thread or shared out
 
     def stepped(self, step, loss, lr):
         """A step is taken: the progress line and the budget hear of it."""
@@ -191,7 +191,7 @@ class RunLog:
         if is_best:
             with run.saving():
                 checkpoint.save_model(run.folder, self.params, self.cfg, self.tokenizer,
-                                      run.model_meta(self.settings, self.processes))
+                                      run.model_meta(self.settings, self.slices))
                 run.model_step = step
         self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
                             f"({entry['val_bpc']:.3f} bits/char){'  best, saved' if is_best else ''}\n"
@@ -220,20 +220,19 @@ class RunLog:
 
 
 @contextlib.contextmanager
-def opened(run, params, opt, cfg, tokenizer, settings, in_process):
-    """The door around the loop: yields the RunLog. It holds the run folder's lock, the processes that share
-    each batch (--processes; in_process, the model's loss_and_grads, where there is one), Ctrl-C and the
-    progress line. A loop that ends because Ctrl-C was pressed leaves here saved, said, with exit status 130;
+def opened(run, params, opt, cfg, tokenizer, settings, model_loss_and_grads):
+    """The door around the loop: yields the RunLog. It holds the run folder's lock, the threads or processes that
+    share each batch (--processes; a thread's slice is computed by model_loss_and_grads, the loop's), Ctrl-C and
+    the progress line. A loop that ends because Ctrl-C was pressed leaves here saved, said, with exit status 130;
     a run that saved nothing leaves no folder."""
-    processes = settings.processes or processes_for(cfg, settings.batch_size, settings.seq_len)
     tokens_per_step, may_stop_early = settings.batch_size * settings.seq_len, settings.patience > 0
-    with finishing(run), runs.locked(run.folder), DataParallel(processes) as parallel, \
+    with finishing(run), runs.locked(run.folder), sharing(settings, cfg, model_loss_and_grads) as shared, \
             StopRequest().installed() as stop, Progress(run.total_steps, run.step, tokens_per_step,
                                                         may_stop_early, run.budget) as progress:
         checkpoint.remove_stale_temporaries(run.folder)  # what saves that a kill stopped left, now the lock is held
-        # one process: the loop calls the model's own loss_and_grads, so a traceback ends in the learner's line
-        loss_and_grads = parallel.loss_and_grads if processes > 1 else in_process
-        yield RunLog(run, params, opt, cfg, tokenizer, settings, processes, loss_and_grads, stop, progress)
+        # one slice: the loop calls the model's own loss_and_grads, so a traceback ends in the learner's line
+        loss_and_grads = shared.loss_and_grads if shared.count > 1 else model_loss_and_grads
+        yield RunLog(run, params, opt, cfg, tokenizer, settings, shared.count, loss_and_grads, stop, progress)
         if stop.requested and not run.done:
             run.save_progress(params, opt, settings)
             progress.close()

@@ -120,8 +120,8 @@ def check(s, recipes):
          f"seq_len ({s.seq_len}) must not exceed context_len ({s.context_len}), the rows of the position table"),
         (0 < s.val_fraction < 1, f"val_fraction must be between 0 and 1, got {s.val_fraction}"),
         (0 <= s.lr_min <= s.lr_max, f"lr_min must be between 0 and lr_max ({s.lr_max}), got {s.lr_min}"),
-        (s.processes >= 0, f"processes must be 1 (this process), 0 (chosen from the model's size) or more, "
-                           f"got {s.processes}"),
+        (s.processes >= 0, f"processes must be 0 (this process's threads, as many as pay), 1 (this thread alone) or "
+                           f"more, got {s.processes}"),
         (s.processes <= most_processes, f"processes must be at most {most_processes}, {PROCESSES_PER_CORE} for each "
                                         f"of this machine's {cores()} cores, got {s.processes}; 0 chooses for you"),
         (s.minutes == 0 or FEWEST_MINUTES <= s.minutes <= MOST_MINUTES,  # NaN and inf fail here too

@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import sys
+import threading
 import types
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from conftest import REPO, run_main, tiny_args
 import config
-from engineering import settings
+from engineering import parallel, settings
 from engineering.corpus import corpus_file, read_text
 from engineering.parallel import cores
 from engineering.errors import InputError, run_script
@@ -102,7 +103,7 @@ def test_run_lets_a_bug_through(raised):
 # --- the learner's own process ------------------------------------------------------------------
 
 def default_run(tmp_path):
-    """A short run with the default settings otherwise: the reference model, on as many processes as by default."""
+    """A short run with the default settings otherwise: the reference model, on as many threads as by default (one)."""
     return ["--max_steps", "3", "--max_rows", "200", "--checkpoint", tmp_path / "ck"]
 
 
@@ -146,11 +147,12 @@ def test_the_encoding_hint_names_the_file_in_the_folder_it_was_given_in(tmp_path
     assert str(refused.value).endswith("iconv -f LATIN1 -t UTF-8 'bad dir/latin1.txt' > 'bad dir/latin1-utf8.txt'")
 
 
-def test_a_breakpoint_in_a_backward_stops_in_the_persons_own_process(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2])  # the default model's one thread; two, as a larger model's batch takes
+def test_a_breakpoint_in_a_backward_stops_in_the_persons_own_process(tmp_path, monkeypatch, threads):
     stopped_in = []
 
-    def hook(*args, **kwargs):  # what PYTHONBREAKPOINT would name: it notes the process, and leaves
-        stopped_in.append(os.getpid())
+    def hook(*args, **kwargs):  # what PYTHONBREAKPOINT would name: it notes the process and thread, and leaves
+        stopped_in.append((os.getpid(), threading.current_thread()))
         raise SystemExit(7)
 
     plain_linear_backward = transformer.linear_backward
@@ -161,8 +163,9 @@ def test_a_breakpoint_in_a_backward_stops_in_the_persons_own_process(tmp_path, m
 
     monkeypatch.setattr(sys, "breakpointhook", hook)
     monkeypatch.setattr(transformer, "linear_backward", linear_backward)
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: threads)
     assert run_main("train.py", *default_run(tmp_path)).returncode == 7
-    assert stopped_in == [os.getpid()]  # the person's process, not a worker without a terminal
+    assert stopped_in == [(os.getpid(), threading.main_thread())]  # the person's process and thread, once
 
 
 def test_a_shape_bug_in_a_backward_ends_its_traceback_at_the_learners_line(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ from conftest import run_main, tiny_args
 import lab
 import train
 import transformer
-from engineering import checkpoint, judge, learners, prompting
+from engineering import checkpoint, judge, learners, parallel, prompting
 from transformer import Sampling
 
 EVERY = [dotted for exercise in judge.EXERCISES.values() for dotted in exercise.functions]
@@ -214,14 +214,18 @@ def test_a_folder_with_nothing_written_leaves_every_function_the_projects(tmp_pa
            f"the project's" in result.stderr
 
 
-def test_a_run_with_the_learners_functions_keeps_to_their_process(tmp_path, corpus):
+@pytest.mark.parametrize("processes", ["2", "0"])  # asked for two processes; threads, where they would pay
+def test_a_run_with_the_learners_functions_keeps_to_their_thread(tmp_path, corpus, monkeypatch, processes):
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: 2)  # as for a larger model: threads would pay
     folder = write_exercises(tmp_path / "derive", ["linear"])  # judged by the judge itself
     with Ran(folder) as ran:
-        result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", "2",
+        result = run_main("train.py", *tiny_args(tmp_path / "home", corpus, epochs=1), "--processes", processes,
                           "--exercises", "derive", "--exercises-dir", folder, "--name", "one")
     assert result.returncode == 0, result.stderr
-    assert "--exercises: one process, this one, where your functions are (not --processes 2)" in result.stderr
-    assert checkpoint.load(tmp_path / "home" / "runs" / "one").meta["settings"]["processes"] == 1
+    said = "--exercises: one process, this one, where your functions are (not --processes 2)"
+    assert (said in result.stderr) == (processes == "2")  # 0 was not asked for in so many words: said nothing
+    model = checkpoint.load(tmp_path / "home" / "runs" / "one")
+    assert (model.meta["settings"]["processes"], model.meta["slices"]) == (1, 1)
     assert ran.calls == {"linear_forward", "linear_backward"}
 
 

@@ -3,6 +3,7 @@
 No test reads the wall clock: the budget's clock (planner.clock) is a fake one here, which moves only
 when a step's loss and gradients are computed, by the seconds the test says that step takes. So a test
 says "this machine takes 0.05 s a step, then 0.5 s" and checks what the planner and the run do with it.
+A step is one call of loss_and_grads there: the batch is not shared by threads (but in the test of that).
 """
 
 import json
@@ -13,7 +14,7 @@ import pytest
 
 import config
 from conftest import TINY, one_line_error, run_main, tiny_args, tiny_settings
-from engineering import checkpoint, planner, runs
+from engineering import checkpoint, parallel, planner, runs
 import train
 import transformer
 
@@ -32,6 +33,7 @@ class FakeClock:
 def fake_clock(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(planner, "clock", clock)
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: 1)  # a step, one call of loss_and_grads
     return clock
 
 
@@ -73,6 +75,24 @@ def test_the_planner_chooses_the_shape_best_in_the_time_at_the_measured_speed(fa
     assert budget.timed == {"small": pytest.approx(0.01), "large": pytest.approx(0.1)}
     assert (planned.emb_dim, planned.num_layers) == ((128, 1) if chosen == "small" else (192, 2))
     assert (planned.batch_size, planned.seq_len, planned.lr_max) == (12, 64, 3e-3 if chosen == "small" else 2e-3)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_planner_times_a_step_as_its_run_will_take_it(fake_clock, monkeypatch, threads):
+    # shared by two threads, a step of 12 rows is two calls of 6 rows at once: the planner must time that step
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: threads)
+    monkeypatch.setattr(planner, "SHAPES", {"small": SHAPES["small"]})
+    monkeypatch.setattr(planner, "TABLE", {"small": TABLE["small"]})
+    rows = []
+
+    def loss_and_grads(params, ids, targets, cfg):
+        rows.append(len(ids))
+        fake_clock.now += 0.1
+        return transformer.loss_and_grads(params, ids, targets, cfg)
+
+    planner.Budget(1).plan(tiny_settings("home", "corpus.txt"), corpus_of("the cat sat on the mat. " * 50), set(), {},
+                           loss_and_grads)
+    assert set(rows) == {12 // threads}
 
 
 def test_the_merges_follow_the_texts_length_and_typed_settings_are_kept(fake_clock):

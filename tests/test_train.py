@@ -22,7 +22,7 @@ import pytest
 
 import config
 from conftest import WORDS, one_line_error, run_main, run_script, started, tiny_args, tiny_settings, write_corpus
-from engineering import checkpoint, corpus, files, gpt2, run_log, runs, settings, wording
+from engineering import checkpoint, corpus, files, gpt2, parallel, run_log, runs, settings, wording
 from engineering.errors import InputError
 from engineering.settings import SettingsParser
 import train
@@ -265,36 +265,43 @@ def test_a_saved_state_streams_into_its_file_as_the_archive_numpy_reads(tmp_path
         assert np.array_equal(loaded["param.W"], params["W"]) and loaded["adam.m"].dtype == np.float32
 
 
-def test_two_processes_give_bit_identical_checkpoints_and_are_recorded(tmp_path, corpus):
-    # the batch is cut into two slices, one per process: the result must still be the same every run
-    two = dict(max_steps=10, eval_interval=10, processes=2)
-    folders = [train.train(tiny_settings(tmp_path / name, corpus, **two)) for name in ("a", "b")]
-    for file in ("model.npz", "resume.npz", "losses.csv"):
-        assert (folders[0] / file).read_bytes() == (folders[1] / file).read_bytes(), file
-    assert checkpoint.read_record(folders[0] / "model.json")["processes"] == 2
-    one = train.train(tiny_settings(tmp_path / "one", corpus, **{**two, "processes": 0}))
-    assert checkpoint.read_record(one / "model.json")["processes"] == 1  # 0 chose 1 for this tiny model
+def test_two_slices_give_bit_identical_checkpoints_on_threads_or_processes_and_are_recorded(tmp_path, corpus,
+                                                                                            monkeypatch):
+    # the batch is cut into two slices, one per thread or process: the result must be the same every run, either way
+    one = train.train(tiny_settings(tmp_path / "one", corpus, max_steps=10, eval_interval=10))
+    assert checkpoint.read_record(one / "model.json")["slices"] == 1  # 0 chose one thread for this tiny model
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: 2)  # as for a larger model
+    folders = [train.train(tiny_settings(tmp_path / name, corpus, max_steps=10, eval_interval=10, processes=processes))
+               for name, processes in (("a", 0), ("b", 0), ("c", 2))]  # two threads, twice; two processes
+    for folder in folders[1:]:
+        for file in ("model.npz", "resume.npz", "losses.csv"):
+            assert (folders[0] / file).read_bytes() == (folder / file).read_bytes(), file
+        assert checkpoint.read_record(folder / "model.json")["slices"] == 2
+    assert (one / "model.npz").read_bytes() != (folders[0] / "model.npz").read_bytes()
     # (the two runs differ in float32 rounding, which Adam blows up where a gradient is pure rounding,
     # as bk's is; tests/test_parallel.py checks the sliced gradients against the whole batch's)
 
 
-@pytest.mark.parametrize("stop_step, length", [(7, {"epochs": 2}), (100, {"epochs": 2}),  # in epochs 1 and 2 of 76
-                                               (13, {"max_steps": 30, "eval_interval": 10}),  # mid-epoch, in steps
-                                               (13, {"max_steps": 30, "eval_interval": 10, "norm": "rmsnorm",  # today's
-                                                     "positions": "rope", "mlp": "swiglu", "kv_heads": 1,
-                                                     "qk_norm": True, "bias": False, "tied_head": True})])
-def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length, monkeypatch):
+@pytest.mark.parametrize("stop_step, length, threads", [(7, {"epochs": 2}, 1), (100, {"epochs": 2}, 1),  # epochs 1, 2
+                                                        (13, {"max_steps": 30, "eval_interval": 10}, 1),  # mid-epoch
+                                                        (13, {"max_steps": 30, "eval_interval": 10}, 2),  # 2 threads
+                                                        (13, {"max_steps": 30, "eval_interval": 10, "norm": "rmsnorm",
+                                                              "positions": "rope", "mlp": "swiglu", "kv_heads": 1,
+                                                              "qk_norm": True, "bias": False, "tied_head": True},
+                                                         1)])  # today's options
+def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, corpus, stop_step, length, threads, monkeypatch):
+    monkeypatch.setattr(parallel, "threads_for", lambda *args, **kwargs: threads)  # every batch shared by so many
     whole = train.train(tiny_settings(tmp_path / "whole", corpus, patience=0, **length))
     progress = checkpoint.read_record(whole / "resume.json")
     every = progress["total_steps"] // 2 if "epochs" in length else length["eval_interval"]  # each epoch's end, or 10
     validated = [*range(every, progress["total_steps"], every), progress["total_steps"]]
     assert [entry["step"] for entry in progress["history"]] == validated
     s = tiny_settings(tmp_path / "parts", corpus, patience=0, **length)
-    ctrl_c_at(monkeypatch, stop_step)
-    with pytest.raises(SystemExit) as stopped:
-        train.train(s)
+    with monkeypatch.context() as pressing:
+        ctrl_c_at(pressing, stop_step)
+        with pytest.raises(SystemExit) as stopped:
+            train.train(s)
     assert stopped.value.code == 130
-    monkeypatch.undo()
     parts = run_folder(tmp_path / "parts")
     assert checkpoint.read_record(parts / "resume.json")["step"] == stop_step
     train.train(s, resume_from=parts)
@@ -588,7 +595,8 @@ def test_bad_input_gives_one_line_and_status_2(tmp_path, corpus):
         (["--seq_len", "64"], "seq_len (64) must not exceed context_len (32)"),
         (["--top_p", "1.5"], "top_p must be in (0, 1]"),
         (["--dtype", "float16"], "dtype must be float32 or float64"),
-        (["--processes", "-1"], "processes must be 1 (this process), 0 (chosen from the model's size) or more"),
+        (["--processes", "-1"], "processes must be 0 (this process's threads, as many as pay), 1 (this thread "
+                                "alone) or more"),
         (["--resume", "--checkpoint", str(tmp_path / "none")], "no interrupted run in"),
         (["--resume", "nosuchrun", "--checkpoint", str(tmp_path / "none")], "no run in"),
         (["--temperature", "-1"], "temperature must be a finite number"),
