@@ -66,13 +66,14 @@ def train(settings, resume_from=None, name=None, given=()):
     opt = Adam(params, settings.beta1, settings.beta2, settings.adam_eps, settings.weight_decay)
     total_steps = settings.max_steps or settings.epochs * math.ceil(len(inputs) / settings.batch_size)
     run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget)
-    print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); {len(inputs):,} "
-          f"training windows, {len(val_stream):,} validation tokens; {plural(total_steps, 'step')}; writing to "
-          f"{run.folder}/")
+    print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); "
+          f"{plural(len(inputs), 'training window')}, {len(val_stream):,} validation tokens; "
+          f"{plural(total_steps, 'step')}; writing to {run.folder}/")
     loop(run, params, opt, cfg, tokenizer, (inputs, targets, val_stream, corpus.kind), settings)
     best = run.best()
     stopped = "" if run.step == run.total_steps else f"; stopped at step {run.step:,}: " + (
-        "out of time" if budget.spent else f"{settings.patience} validations in a row did not beat it (patience)")
+        "out of time" if budget.spent else f"{plural(settings.patience, 'validation')} in a row did not beat it "
+                                           f"(patience)")
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
           f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
           f"{talk_command(run.folder)}")

@@ -50,7 +50,7 @@ def characters_said(count, kind):
 
     Example: characters_said(178405, "rows") -> "178,405 characters with each row's newline"
     """
-    return f"{count:,} characters" + (" with each row's newline" if kind == "rows" else "")
+    return plural(count, "character") + (" with each row's newline" if kind == "rows" else "")
 
 
 def read_corpus(path, column, max_rows, val_fraction, seed):
@@ -184,7 +184,7 @@ def split_text(text, val_fraction):
     if line_start is not None:
         cut = line_start.end()
     if not 0 < cut < len(text):
-        raise InputError(f"{len(text):,} characters cannot be split into training and validation text; "
+        raise InputError(f"{plural(len(text), 'character')} cannot be split into training and validation text; "
                          f"give a longer text")
     return text[:cut], text[cut:]
 
@@ -195,7 +195,7 @@ def make_windows(stream, seq_len, stride, what):
     Example: stream [0..5], seq_len 2, stride 2 -> inputs [[0, 1], [2, 3]], targets [[1, 2], [3, 4]]
     """
     if len(stream) < seq_len + 1:
-        raise InputError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
+        raise InputError(f"the {what} text has {plural(len(stream), 'token')}, fewer than one window of seq_len + 1 = "
                          f"{seq_len + 1}; use a longer corpus or a smaller seq_len")
     windows = np.lib.stride_tricks.sliding_window_view(stream, seq_len + 1)[::stride]
     return windows[:, :-1], windows[:, 1:]

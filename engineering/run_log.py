@@ -24,7 +24,7 @@ from engineering import checkpoint, runs
 from engineering.errors import InputError, stdout_to_nowhere
 from engineering.files import write_atomically
 from engineering.parallel import DataParallel, processes_for
-from engineering.wording import duration, home_option
+from engineering.wording import duration, home_option, plural
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
@@ -86,17 +86,17 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
         raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
                          f"start a new run without --resume")
     if total_steps <= progress["step"]:
-        raise InputError(f"the run {resume_from.name} has taken {progress['step']:,} steps, and these settings give it "
-                         f"{total_steps:,}: give a larger --max_steps or --epochs to train it further")
+        raise InputError(f"the run {resume_from.name} has taken {plural(progress['step'], 'step')}, and these "
+                         f"settings give it {total_steps:,}: give a larger --max_steps or --epochs to train it further")
     for key in params:
         params[key][...] = saved_params[key]
     opt.load_state(opt_state)
     run = Run(Path(resume_from), total_steps, info, progress["step"], progress["step_losses"], progress["history"])
     best = run.best()
     if best is not None and 0 < settings.patience <= len(run.history) - 1 - run.history.index(best):
-        raise InputError(f"the run {resume_from.name} stopped because {settings.patience} validations in a row did "
-                         f"not beat its best; resume it with a larger --patience, or --patience 0 to let it run to "
-                         f"the end")
+        raise InputError(f"the run {resume_from.name} stopped because {plural(settings.patience, 'validation')} "
+                         f"in a row did not beat its best; resume it with a larger --patience, or --patience 0 to let it run "
+                         f"to the end")
     stretched = "" if total_steps == progress["total_steps"] else \
         f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
     print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")

@@ -81,6 +81,8 @@ def test_txt_split_at_its_edges():
     for text, val_fraction in (("abc", 0.9), ("abc", 0.0)):  # no line start: the cut at 0, or at the very end
         with pytest.raises(ValueError, match="3 characters cannot be split into training and validation text"):
             split_text(text, val_fraction)
+    with pytest.raises(ValueError, match="^1 character cannot be split"):  # one, not "1 characters"
+        split_text("a", 0.5)
 
 
 def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
