@@ -10,6 +10,7 @@ losses.png, every file whole or not at all (files.py).
 
 import collections
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -197,14 +198,25 @@ def finishing(run):
 
 
 def stopped_by_ctrl_c(run, settings):
-    """Say on stderr, and in a log where stdout is one, that the run was interrupted and how to resume it; exit 130."""
+    """Say once that the run was interrupted and how to resume it: on stderr, and in a log where stdout is one of
+    its own (`> log`, `| tee log`), not the file stderr writes to as well (`> log 2>&1`); exit 130."""
     said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in {run.folder}/. "
             f"Resume with: python train.py --resume {run.folder.name}{home_option(settings.checkpoint)}\n"
             f"{run.where_the_model_is()}")
     print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not same_file(sys.stdout, sys.stderr):
         print_out(f"\n{said}")
     raise SystemExit(130)
+
+
+def same_file(one, other):
+    """Whether two streams write to one file or pipe (`2>&1`); a stream with no file of its own (io.StringIO) is
+    the same only as itself."""
+    try:
+        first, second = os.fstat(one.fileno()), os.fstat(other.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return one is other
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 # --- losses.csv and losses.png ------------------------------------------------------------------

@@ -845,3 +845,19 @@ def test_a_second_ctrl_c_says_what_was_kept(tmp_path, saved, capsys):
     else:
         assert "before the run's first validation: nothing was saved, and the run leaves no folder" in said
         assert "--resume" not in said
+
+
+@pytest.mark.parametrize("log", ["> log 2>&1", "> log 2> err"])
+def test_ctrl_c_says_interrupted_once_in_each_file(tmp_path, monkeypatch, log):
+    # `> log 2>&1`: stdout and stderr are one file, which holds the line once; `> log 2> err`: each file holds it
+    run = run_log.Run(tmp_path / "ck" / "runs" / "cut", total_steps=100, corpus={}, step=69)
+    settings = types.SimpleNamespace(checkpoint=tmp_path / "ck")
+    with open(tmp_path / "log", "w") as out, open(tmp_path / "err", "w") as err:
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", out if log == "> log 2>&1" else err)
+        with pytest.raises(SystemExit) as stop:
+            run_log.stopped_by_ctrl_c(run, settings)
+        monkeypatch.undo()
+    assert stop.value.code == 130
+    said = {name: (tmp_path / name).read_text().count("interrupted after step 69 of 100") for name in ("log", "err")}
+    assert said == ({"log": 1, "err": 0} if log == "> log 2>&1" else {"log": 1, "err": 1})
