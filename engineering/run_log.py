@@ -129,8 +129,11 @@ class RunLog:
         if is_best:
             checkpoint.save_model(run.folder, self.params, self.cfg, self.tokenizer,
                                   run.model_meta(self.settings, self.processes))
-        self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
-                            f"({entry['val_bpc']:.3f} bits/char){'  best, saved' if is_best else ''}\n"
+        since = run.history[-2]["step"] if len(run.history) > 1 else 0
+        # the mean of the steps' losses: losses.csv has each step's own, one batch's
+        self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f} (mean of steps {since + 1:,} to "
+                            f"{step:,})  val {entry['val_loss']:.4f}  ({entry['val_bpc']:.3f} bits/char)"
+                            f"{'  best, saved' if is_best else ''}\n"
                             f"              sample: {sample!r}")
         run.save_progress(self.params, self.opt, self.settings)
         if run.budget:

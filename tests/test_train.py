@@ -861,3 +861,15 @@ def test_ctrl_c_says_interrupted_once_in_each_file(tmp_path, monkeypatch, log):
     assert stop.value.code == 130
     said = {name: (tmp_path / name).read_text().count("interrupted after step 69 of 100") for name in ("log", "err")}
     assert said == ({"log": 1, "err": 0} if log == "> log 2>&1" else {"log": 1, "err": 1})
+
+
+def test_a_validations_line_names_its_training_loss_the_mean_of_the_steps_that_losses_csv_holds(tmp_path, corpus):
+    # losses.csv has each step's loss, one batch's; the line says the mean of the steps since the last validation
+    result = run_main("train.py", *tiny_args(tmp_path / "ck", corpus, max_steps=20, eval_interval=10))
+    assert result.returncode == 0, result.stderr
+    said = re.findall(r"step +(\d+): train (\d\.\d{4}) \(mean of steps (\d+) to (\d+)\)", result.stdout)
+    assert [(step, first, last) for step, _, first, last in said] == [("10", "1", "10"), ("20", "11", "20")]
+    table = run_log.read_losses(run_folder(tmp_path / "ck"))
+    for step, mean, first, _ in said:
+        rows = table[(table["step"] >= int(first)) & (table["step"] <= int(step))]
+        assert float(mean) == pytest.approx(rows["train_loss"].mean(), abs=5e-5)
