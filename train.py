@@ -74,9 +74,10 @@ def train(settings, resume_from=None, name=None, given=()):
     stopped = "" if run.step == run.total_steps else f"; stopped at step {run.step:,}: " + (
         "out of time" if budget.spent else f"{plural(settings.patience, 'validation')} in a row did not beat it "
                                            f"(patience)")
+    expected = budget.outcome(best["val_bpc"], run.step)  # --minutes: the bits/char it expected, and reached
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
-          f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
-          f"{talk_command(run.folder)}")
+          f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}{expected}. Its model is in "
+          f"{run.folder}/: {talk_command(run.folder)}")
     return run.folder
 
 

@@ -96,8 +96,8 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
     best = run.best()
     if best is not None and 0 < settings.patience <= len(run.history) - 1 - run.history.index(best):
         raise InputError(f"the run {resume_from.name} stopped because {plural(settings.patience, 'validation')} "
-                         f"in a row did not beat its best; resume it with a larger --patience, or --patience 0 to let it run "
-                         f"to the end")
+                         f"in a row did not beat its best; resume it with a larger --patience, or --patience 0 to let "
+                         f"it run to the end")
     stretched = "" if total_steps == progress["total_steps"] else \
         f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
     print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
@@ -141,14 +141,24 @@ class RunLog:
 
     def out_of_time(self):
         """--minutes: whether the time planned for the steps holds no other one (planner.Budget)."""
-        return bool(self.run.budget) and self.run.budget.out_of_time()
+        spent = bool(self.run.budget) and self.run.budget.out_of_time()
+        if spent:
+            self.say_slowed(self.run.step)  # the run's last step, where the time ends it before its plan's
+        return spent
 
     def steps_that_fit(self, step, total_steps):
         """--minutes: the run's last step, fitted at a validation to the pace it has kept; else total_steps."""
         if self.run.budget:
             total_steps = self.run.budget.steps_that_fit(step, total_steps, self.settings.eval_interval)
             self.run.total_steps = self.progress.total = total_steps
+            self.say_slowed(total_steps)
         return total_steps
+
+    def say_slowed(self, steps):
+        """--minutes: once a run, that the steps that fit fell well below the plan's (planner.Budget.slowed)."""
+        said = self.run.budget.slowed(steps)
+        if said:
+            self.progress.write(said)
 
     def stop_asked(self):
         """Whether Ctrl-C was pressed: the loop then ends after its step, and the log saves the state to resume."""
