@@ -56,8 +56,11 @@ def train(settings, resume_from=None, name=None, given=()):
     if name is not None:
         runs.check_run_name(settings.checkpoint, name)  # before the work of reading the corpus
     path = corpus_file(settings.corpus_path, config.corpus_path)
-    corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed)
+    corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed,
+                         settings.val_path)
     print(f"corpus: {corpus.described}, read from {path}")
+    if resume_from is not None:
+        run_log.check_texts(resume_from, corpus)  # the run's own texts, before the tokenizer learns from them
     recipe = config.RECIPES.get(settings.recipe, {})
     settings = budget.plan(settings, corpus, set(given), recipe, loss_and_grads)  # the shape best in the time, ...
     params, cfg, tokenizer = start_model(corpus, settings)
@@ -305,7 +308,8 @@ def prepare_data(corpus, tokenizer, settings):
     inputs, targets = make_windows(train_stream, settings.seq_len, settings.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
-        raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
+        raise InputError(f"the held-out text {corpus.val_path} is a single token; give a longer one" if corpus.val_path
+                         else "the validation text is a single token; give a longer corpus or a larger val_fraction")
     return inputs, targets, val_stream
 
 

@@ -36,7 +36,7 @@ class Run:
     """Where a run writes, and what it has done so far: what the log saves, and a resumed run starts from."""
     folder: Path  # home/runs/<name>/
     total_steps: int
-    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters
+    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters; val_path, val_sha256
     step: int = 0  # steps taken, as the log last heard of them
     step_losses: list = field(default_factory=list)  # the training loss of every step, the first one's first
     history: list = field(default_factory=list)  # one entry per validation: step, train_loss, val_loss, val_bpc
@@ -66,7 +66,8 @@ class Run:
     def save_progress(self, params, opt, settings):
         """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
         progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": vars(settings),
-                    "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
+                    "corpus_sha256": self.corpus["sha256"], "val_sha256": self.corpus.get("val_sha256"),
+                    "step_losses": self.step_losses, "history": self.history}
         checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
         if not write_losses(self.folder, self.step_losses, self.history) and not self.said_no_plot:
             print_out(NO_PLOT)
@@ -78,14 +79,13 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
     saved weights and AdamW state put into params and opt. budget: its time (planner.Budget), if any."""
     info = {"path": str(corpus.path), "sha256": checkpoint.sha256_of(corpus.path), "kind": corpus.kind,
             "characters": len(corpus.train_text) + len(corpus.val_text), "validation_characters": len(corpus.val_text)}
+    if corpus.val_path:  # --val_path: the held-out text, a file of its own, checked at a resume as the corpus is
+        info.update(val_path=str(corpus.val_path), val_sha256=checkpoint.sha256_of(corpus.val_path))
     if resume_from is None:
         given = name is not None
         name = name if given else runs.default_run_name(corpus.path, datetime.now(timezone.utc))
         return Run(runs.new_run_folder(settings.checkpoint, name, given), total_steps, info, budget=budget)
     saved_params, opt_state, progress = checkpoint.load_resume_state(resume_from, cfg)
-    if progress["corpus_sha256"] != info["sha256"]:
-        raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
-                         f"start a new run without --resume")
     if total_steps <= progress["step"]:
         raise InputError(f"the run {resume_from.name} has taken {plural(progress['step'], 'step')}, and these "
                          f"settings give it {total_steps:,}: give a larger --max_steps or --epochs to train it further")
@@ -102,6 +102,21 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
         f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
     print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
     return run
+
+
+def check_texts(resume_from, corpus):
+    """Before the tokenizer, which other texts would change: a run is resumed on the corpus it was trained on, and on
+    its held-out text (--val_path), the same bytes, as resume.json records their sha256 (a folder without one is
+    refused by start, which loads it)."""
+    if not (Path(resume_from) / "resume.json").is_file():
+        return
+    progress = checkpoint.read_progress(resume_from)
+    if progress.get("corpus_sha256") != checkpoint.sha256_of(corpus.path):
+        raise InputError(f"the corpus {corpus.path} changed since the run {Path(resume_from).name} was interrupted; "
+                         f"start a new run without --resume")
+    if progress.get("val_sha256") != (corpus.val_path and checkpoint.sha256_of(corpus.val_path)):
+        raise InputError(f"the held-out text {corpus.val_path} changed since the run {Path(resume_from).name} was "
+                         f"interrupted; start a new run without --resume")
 
 
 # --- the door -----------------------------------------------------------------------------------
