@@ -32,6 +32,7 @@ corpus_column = "text"  # the CSV column that holds the text
 max_rows = 2000  # keep only the first max_rows rows of a CSV; 0 = all of them
 num_merges = 500  # BPE merges learned on top of the corpus's characters
 val_fraction = 0.1  # share held out for validation: whole rows of a CSV, the end of a .txt
+val_path = ""  # a held-out text of your own (a .txt or a CSV, as the corpus), scored at each validation; the corpus is then not split; "" = hold out val_fraction
 seq_len = 16  # tokens in one training window, and the generation window
 stride = 1  # tokens between the starts of two consecutive windows
 

@@ -17,6 +17,7 @@ from engineering import checkpoint, learners, prompting, runs
 from engineering.errors import InputError, run_script
 from engineering.settings import check_seed
 from engineering.prompting import REPLY_ENDS_SAID, continue_prompt, warn
+from engineering.wording import plural
 
 
 SETTERS = {  # command: (the setting it changes, its argument, what it does)
@@ -49,7 +50,8 @@ def settings_line(session):
     sampling, off = session.sampling, {True: " (off)", False: ""}
     return (f"temperature {sampling.temperature}, top_k {sampling.top_k}{off[sampling.top_k == 0]}, "
             f"top_p {sampling.top_p}{off[sampling.top_p == 1]}, "
-            f"up to {session.max_new_tokens} new tokens, seed {session.seed}, window {session.window} tokens")
+            f"up to {plural(session.max_new_tokens, 'new token')}, seed {session.seed}, "
+            f"window {plural(session.window, 'token')}")
 
 
 HELP = """Type some text and press Enter: the model continues it a token at a time, until it reaches {end}

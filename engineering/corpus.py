@@ -3,7 +3,8 @@
 A `.csv` is a table whose rows are documents (the column `corpus_column`), each ending with a newline;
 any other file is one exact text (a book, a play, notes: `.txt`, `.md`, no extension at all), every
 character of it kept. The held-out part is whole rows of a CSV, chosen by a seeded shuffle, or the end
-of a text, from the start of a line.
+of a text, from the start of a line; or, with val_path, a file of its own, read whole as the corpus is
+read, and then the corpus is not split.
 """
 
 import codecs
@@ -28,6 +29,7 @@ class Corpus:
     val_text: str  # held out: the model never trains on it
     kind: str  # "rows" of a CSV, or one running "text": where a reply of the model ends (prompting.reply_end)
     described: str  # one line: what was read, and what was left out
+    val_path: Path = None  # the file the validation text was read from (--val_path); None where the corpus was split
 
 
 def corpus_file(path, default_path):
@@ -36,12 +38,18 @@ def corpus_file(path, default_path):
     if path == Path(default_path) and not path.exists():
         print(f"{path} not found: training on the bundled sample corpus, {SAMPLE_CORPUS.name}")
         return SAMPLE_CORPUS
+    return a_file(path, "corpus", "--corpus_path")
+
+
+def a_file(path, what, option):
+    """path, where it is a file; else the InputError that says what it is instead (a folder, nothing).
+    Example: a_file(Path("books"), "corpus", "--corpus_path") -> "/home/me/books is a folder, not a corpus: ..." """
     if path.is_dir():
         inside = sorted(child.name for child in path.iterdir() if child.suffix.lower() in (".txt", ".csv"))[:1]
-        such_as = f" (such as --corpus_path {shlex.quote(str(path / inside[0]))})" if inside else ""
-        raise InputError(f"{path.resolve()} is a folder, not a corpus: give one text file or CSV in it{such_as}")
+        such_as = f" (such as {option} {shlex.quote(str(path / inside[0]))})" if inside else ""
+        raise InputError(f"{path.resolve()} is a folder, not a {what}: give one text file or CSV in it{such_as}")
     if not path.is_file():
-        raise InputError(f"no corpus at {path.resolve()}; give a text file or a CSV with --corpus_path")
+        raise InputError(f"no {what} at {path.resolve()}; give a text file or a CSV with {option}")
     return path
 
 
@@ -50,25 +58,58 @@ def characters_said(count, kind):
 
     Example: characters_said(178405, "rows") -> "178,405 characters with each row's newline"
     """
-    return f"{count:,} characters" + (" with each row's newline" if kind == "rows" else "")
+    return plural(count, "character") + (" with each row's newline" if kind == "rows" else "")
 
 
-def read_corpus(path, column, max_rows, val_fraction, seed):
+def read_corpus(path, column, max_rows, val_fraction, seed, val_path=""):
     """The corpus at path, split into training and validation text: a CSV as rows, whole rows held out;
-    any other file as exact text, its last val_fraction held out."""
+    any other file as exact text, its last val_fraction held out. With val_path, the file there is the
+    validation text, read whole as the corpus is, and the corpus is not split (held_out_apart)."""
+    if val_path:
+        return held_out_apart(path, column, max_rows, Path(val_path))
+    if path.suffix.lower() != ".csv":
+        text, kind, described = read_whole(path, column, max_rows)
+        return Corpus(path, *split_text(text, val_fraction), kind, described)
+    rows, described = described_rows(path, column, max_rows)
+    train_rows, val_rows = split_rows(rows, val_fraction, seed)
+    return Corpus(path, joined(train_rows), joined(val_rows), "rows", described)
+
+
+def held_out_apart(path, column, max_rows, val_path):
+    """The corpus at path, all of it for training, and the held-out text at val_path (--val_path), all of its rows
+    or text, each read as its own name says (a CSV's column, or an exact text)."""
+    if a_file(val_path, "held-out text", "--val_path").resolve() == path.resolve():
+        raise InputError(f"--val_path {val_path} is the corpus itself: the held-out text must be one the model does "
+                         f"not train on; give another file, or leave --val_path out to hold out the corpus's end")
+    train_text, kind, described = read_whole(path, column, max_rows)
+    val_text, _, val_described = read_whole(val_path, column, 0)
+    return Corpus(path, train_text, val_text, kind,
+                  f"{described}, all for training, not split (held out: {val_path}, {val_described})", val_path)
+
+
+def read_whole(path, column, max_rows):
+    """(text, kind, described): the file at path whole, as the corpus is read: a CSV's rows (the first max_rows),
+    each with its newline, or an exact text; its kind ("rows", "text") and a line on what was read."""
     if path.suffix.lower() != ".csv":
         text = read_text(path)
-        train_text, val_text = split_text(text, val_fraction)
-        return Corpus(path, train_text, val_text, "text", f"{characters_said(len(text), 'text')} of text")
+        return text, "text", f"{characters_said(len(text), 'text')} of text"
+    rows, described = described_rows(path, column, max_rows)
+    return joined(rows), "rows", described
+
+
+def described_rows(path, column, max_rows):
+    """(rows, described): the CSV's rows (read_rows), and a line on them: how many, and which were left out."""
     rows, total, empty = read_rows(path, column, max_rows)
-    train_rows, val_rows = split_rows(rows, val_fraction, seed)
     described = f"{plural(len(rows), 'row')}, {characters_said(sum(len(row) + 1 for row in rows), 'rows')}"
     if max_rows and total > max_rows:
         described += f" (the first {max_rows:,} of {total:,} rows: max_rows = {max_rows:,}; --max_rows 0 uses them all)"
     if empty:
         described += f" ({plural(empty, 'empty row')} left out)"
-    return Corpus(path, "".join(row + "\n" for row in train_rows), "".join(row + "\n" for row in val_rows), "rows",
-                  described)
+    return rows, described
+
+
+def joined(rows):  # each row with its newline, as a CSV's rows become one text
+    return "".join(row + "\n" for row in rows)
 
 
 # UTF-32's little-endian mark starts with UTF-16's, so it is looked for first
@@ -184,7 +225,7 @@ def split_text(text, val_fraction):
     if line_start is not None:
         cut = line_start.end()
     if not 0 < cut < len(text):
-        raise InputError(f"{len(text):,} characters cannot be split into training and validation text; "
+        raise InputError(f"{plural(len(text), 'character')} cannot be split into training and validation text; "
                          f"give a longer text")
     return text[:cut], text[cut:]
 
@@ -195,7 +236,7 @@ def make_windows(stream, seq_len, stride, what):
     Example: stream [0..5], seq_len 2, stride 2 -> inputs [[0, 1], [2, 3]], targets [[1, 2], [3, 4]]
     """
     if len(stream) < seq_len + 1:
-        raise InputError(f"the {what} text has {len(stream)} tokens, fewer than one window of seq_len + 1 = "
+        raise InputError(f"the {what} text has {plural(len(stream), 'token')}, fewer than one window of seq_len + 1 = "
                          f"{seq_len + 1}; use a longer corpus or a smaller seq_len")
     windows = np.lib.stride_tricks.sliding_window_view(stream, seq_len + 1)[::stride]
     return windows[:, :-1], windows[:, 1:]

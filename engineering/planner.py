@@ -12,18 +12,23 @@ How the choice is made, in four steps a learner can redo by hand:
    model. bz2, the standard library's compressor, is a cheap judge of that: the table's figure is scaled
    by 1 - TEXT_K (1 - z / TEXT_BZ2), z bz2's bits/char on this text (text_factor).
 3. This machine: a few steps of each shape are timed here (seconds in all), on the threads or
-   processes its run would share each batch between, so the steps that fit are the seconds left, less
-   the validations and saves, over the seconds a step takes.
+   processes its run would share each batch between, in rounds of one step of each in turn, and each
+   shape's median taken, so that a load that comes or goes meanwhile weighs on all alike; the steps that
+   fit are the seconds left, less the validations and saves, over the seconds a step takes.
 4. The choice: the shape whose predicted bits/char at the steps that fit it is the lowest. A larger
    model learns more from each step but takes fewer of them in the time, so in a few minutes the small
    one wins, and the larger ones only where the time holds enough of their steps (docs/08-training.md).
 
 Then the run keeps to its time (Budget): the schedule's cosine ends at the last step that fits; at each
 validation the steps are fitted again to the pace the run has kept, and the run is done when the time
-left holds no other step and a last validation. Its clock is `clock`, which a test replaces.
+left holds no other step and a last validation. Where the steps that fit fall below SLOWED of the plan's,
+the run says so once (slowed): how much slower the machine runs than when it was timed, the steps that fit
+now, and the bits/char to expect now; its last line gives the bits/char expected and reached (outcome).
+The expectation assumes the machine keeps the speed it was timed at. Its clock is `clock`, which a test replaces.
 """
 
 import bz2
+import contextlib
 import math
 import time
 from datetime import datetime, timedelta
@@ -33,7 +38,7 @@ import numpy as np
 from engineering.errors import InputError
 from engineering.parallel import sharing
 from engineering.settings import model_config, replaced
-from engineering.wording import duration
+from engineering.wording import duration, plural
 from transformer import init_params
 
 clock = time.perf_counter  # the budget's clock: seconds from any start (a test puts a fake one here)
@@ -73,8 +78,9 @@ MEASURED_TEXTS = 500_000  # characters at least in a text the table's figures ho
 VALIDATIONS = 5  # in a run, at most: each scores eval_tokens held-out tokens, saves the best model and the state
 VALIDATING = 0.1  # of the time at most: a short run validates fewer times
 END = 0.95  # of the budget, where the last step ends: the last validation, the exit and the pace's noise take the rest
-TIMED_STEPS = 3  # of each candidate at least, after one untimed step (which pays for first touches of memory)
-TIMING_SECONDS = 1.0  # of each candidate's steps at least: on a busy machine one step's time varies by half
+TIMED_ROUNDS = 5  # of one step of each candidate at least, after one untimed step each (first touches of memory)
+TIMING_SECONDS = 3.0  # of rounds at least: on a busy machine one step's time varies by half, and more between two
+SLOWED = 0.8  # of the steps planned: where fewer fit at a validation, the run says that the machine slowed
 FEWEST_STEPS = 20  # a plan that fits fewer is refused: the time is gone on reading and the tokenizer
 SAVE_SECONDS = 1.0  # a validation's save (model, state, losses.csv and .png), before one is measured
 
@@ -101,23 +107,36 @@ def text_factor(text):
 
     Example: the King James Bible's Genesis to Ruth, which bz2 packs into 1.611 bits/char -> 0.785
     """
-    bz2_bpc = 8 * len(bz2.compress(text.encode("utf-8"), 9)) / max(1, len(text))
-    return 1 - TEXT_K * (1 - bz2_bpc / TEXT_BZ2)
+    return 1 - TEXT_K * (1 - bz2_bits_per_character(text) / TEXT_BZ2)
 
 
-def seconds_per_step(cfg, batch_size, seq_len, dtype, loss_and_grads, seed):
-    """The median seconds of a forward and backward pass of a model of cfg on random windows: TIMED_STEPS of
-    them, or as many as TIMING_SECONDS takes."""
-    rng = np.random.default_rng(seed)
-    params = init_params(cfg, rng, dtype=np.dtype(dtype))
-    ids, targets = rng.integers(0, cfg.vocab_size, (2, batch_size, seq_len))
-    loss_and_grads(params, ids, targets, cfg)
-    times = []
-    while len(times) < TIMED_STEPS or sum(times) < TIMING_SECONDS:
-        started = clock()
-        loss_and_grads(params, ids, targets, cfg)
-        times.append(clock() - started)
-    return float(np.median(times))
+def bz2_bits_per_character(text):
+    """Example: a text of 1,000 characters that bz2 packs into 200 bytes -> 1.6"""
+    return 8 * len(bz2.compress(text.encode("utf-8"), 9)) / max(1, len(text))
+
+
+def timed_model(s, vocab_size):
+    """(params, ids, targets, cfg): a model of the settings s and a batch of random windows, a step of which is timed."""
+    cfg = model_config(s, vocab_size)
+    rng = np.random.default_rng(s.seed)
+    params = init_params(cfg, rng, dtype=np.dtype(s.dtype))
+    ids, targets = rng.integers(0, cfg.vocab_size, (2, s.batch_size, s.seq_len))
+    return params, ids, targets, cfg
+
+
+def seconds_per_step(models, loss_and_grads):
+    """{name: the median seconds of a forward and backward pass} of each of models (name: timed_model's four),
+    by loss_and_grads[name], timed in rounds of one step of each in turn, so that a load that comes or goes while
+    they are timed weighs on each alike: TIMED_ROUNDS rounds at least, or as many as TIMING_SECONDS takes."""
+    for name, model in models.items():  # untimed: first touches of memory
+        loss_and_grads[name](*model)
+    times, started = {name: [] for name in models}, clock()
+    while min(map(len, times.values())) < TIMED_ROUNDS or clock() - started < TIMING_SECONDS:
+        for name, model in models.items():
+            step_started = clock()
+            loss_and_grads[name](*model)
+            times[name].append(clock() - step_started)
+    return {name: float(np.median(seconds)) for name, seconds in times.items()}
 
 
 def shape_name(s):
@@ -130,7 +149,7 @@ def shape_name(s):
 
 def shape_words(s):
     """Example: num_layers 1, emb_dim 128, num_heads 4, ff_dim 512, context_len 64 -> "1 block of width 128 ..."""
-    return (f"{s.num_layers} block{'s' if s.num_layers > 1 else ''} of width {s.emb_dim} ({s.num_heads} heads, "
+    return (f"{plural(s.num_layers, 'block')} of width {s.emb_dim} ({plural(s.num_heads, 'head')}, "
             f"MLP {s.ff_dim}, context {s.context_len})")
 
 
@@ -149,6 +168,7 @@ class Budget:
         self.since = None  # (clock, step) the run's pace is measured from: its start, then its last validation
         self.last_step_at = None  # clock when the last step was done: a validation starts there
         self.shape, self.text_factor, self.characters, self.timed, self.spent = None, 1.0, 0, {}, False
+        self.planned, self.said_slowed = None, False  # the steps fit() planned; whether slowed() has said its line
 
     def __bool__(self):  # a budget of 0 minutes is no limit
         return bool(self.minutes)
@@ -173,11 +193,11 @@ class Budget:
         vocab_size = len(set(text)) + settings.num_merges  # at most: the alphabet and every merge
         self.text_factor, self.characters = text_factor(text), len(text)
         candidates = {name: replaced(settings, shape) for name, shape in shapes.items()}
-        for name, s in candidates.items():
-            cfg = model_config(s, vocab_size)
-            with sharing(s, cfg, loss_and_grads) as shared:  # on the threads or processes the run will use
-                self.timed[name] = seconds_per_step(cfg, s.batch_size, s.seq_len, s.dtype, shared.loss_and_grads,
-                                                    s.seed)
+        models = {name: timed_model(s, vocab_size) for name, s in candidates.items()}
+        with contextlib.ExitStack() as stack:  # each on the threads or processes its run will use
+            shared = {name: stack.enter_context(sharing(s, models[name][3], loss_and_grads)).loss_and_grads
+                      for name, s in candidates.items()}
+            self.timed = seconds_per_step(models, shared)
         until_end = self.end - clock()
         self.shape = min(candidates, key=lambda name: self.expected(name, until_end / self.timed[name])[0])
         self.pace = self.timed[self.shape]
@@ -203,13 +223,13 @@ class Budget:
         steps = self.steps_in(self.end - clock(), validations + 1)
         if steps < FEWEST_STEPS:
             raise InputError(f"--minutes {self.minutes:g} leaves {max(0.0, self.deadline - clock()):.0f} s after "
-                             f"reading the corpus and learning the tokenizer: {steps} steps of {self.pace:.3f} s "
-                             f"here; give more minutes")
+                             f"reading the corpus and learning the tokenizer: {plural(steps, 'step')} of "
+                             f"{self.pace:.3f} s here; give more minutes")
         chosen = {"max_steps": steps, "eval_interval": max(1, steps // validations),
                   "warmup_steps": min(settings.warmup_steps, max(1, steps // 10))}
         settings = replaced(settings, {name: value for name, value in chosen.items()
                                        if name == "max_steps" or name not in typed})
-        self.since = (clock(), 0)
+        self.since, self.planned = (clock(), 0), steps
         print(self.plan_line(settings))
         return settings
 
@@ -217,19 +237,27 @@ class Budget:
         """The steps that fit in seconds beside that many validations and their saves."""
         return max(0, int((seconds - validations * self.validation_seconds) / self.pace))
 
-    def plan_line(self, s):
-        bpc, measured = self.expected(self.shape, s.max_steps)
+    def expected_said(self, steps):
+        """The bits/char expected after steps, as a line says it: "2.00 ± 0.15", "about 2.2" (a guess, outside what
+        the table measured), or None where the table has not measured the shape."""
+        bpc, measured = self.expected(self.shape, steps)
         if not math.isfinite(bpc):
+            return None
+        return f"{bpc:.2f} ± {UNCERTAINTY:.2f}" if measured else f"about {bpc:.1f}"
+
+    def plan_line(self, s):
+        expected, measured = self.expected_said(s.max_steps), self.expected(self.shape, s.max_steps)[1]
+        if expected is None:
             expects = "no bits/char expected: the planner's table has not measured this shape"
         elif measured:
-            expects = f"expects {bpc:.2f} ± {UNCERTAINTY:.2f} bits/char"
+            expects = f"expects {expected} bits/char"
         else:
-            expects = (f"expects about {bpc:.1f} bits/char, a guess: the table measured runs of "
+            expects = (f"expects {expected} bits/char, a guess: the table measured runs of "
                        f"{TABLE[self.shape][0][0]:,} to {TABLE[self.shape][-1][0]:,} steps on texts of "
                        f"{MEASURED_TEXTS:,} characters or more")
         ends = datetime.now() + timedelta(seconds=max(0.0, self.deadline - clock()))
         timed = ", ".join(f"{name} {seconds:.3f} s" for name, seconds in self.timed.items())
-        return (f"minutes {self.minutes:g}: {shape_words(s)}, {s.num_merges} merges, batch {s.batch_size}, "
+        return (f"minutes {self.minutes:g}: {shape_words(s)}, {plural(s.num_merges, 'merge')}, batch {s.batch_size}, "
                 f"{s.max_steps:,} steps (a step timed here: {timed}; the cosine ends at the last), validating every "
                 f"{s.eval_interval:,}; ends by {ends:%H:%M:%S}; {expects}")
 
@@ -258,6 +286,34 @@ class Budget:
             return total_steps
         more = self.steps_in(self.end - clock(), 1)
         return step + max(1, self.steps_in(self.end - clock(), 1 + more // validate_every))
+
+    def slowed(self, steps):
+        """Where the steps that fit now fall below SLOWED of the plan's, the line that says so, once a run: how much
+        slower this machine runs than when it was timed, the steps that fit and the bits/char to expect now; else None.
+        Example: "minutes 3: this machine runs 4.2 times slower than when it was timed (0.126 s a step, not 0.030 s):
+        194 steps fit now, of the 824 planned; expects 2.36 ± 0.15 bits/char now" """
+        if not self.minutes or self.said_slowed or steps >= SLOWED * self.planned:
+            return None
+        self.said_slowed = True
+        timed, expected = self.timed[self.shape], self.expected_said(steps)
+        return (f"minutes {self.minutes:g}: this machine runs {self.pace / timed:.1f} times slower than when it was "
+                f"timed ({self.pace:.3f} s a step, not {timed:.3f} s): {plural(steps, 'step')} fit now, of the "
+                f"{self.planned:,} planned" + (f"; expects {expected} bits/char now" if expected else ""))
+
+    def outcome(self, reached, steps):
+        """The run's last words on its time: the bits/char expected for the steps planned (and for the steps it took,
+        where the machine slowed) and reached, the run's best validation. "" without --minutes or an expectation.
+        Example: "; --minutes 3 expected 2.00 ± 0.15 bits/char for 824 steps, 2.36 ± 0.15 for the 194 that fit,
+        and reached 2.356, within its ±" """
+        if not self.minutes or self.expected_said(self.planned) is None:
+            return ""
+        said = (f"; --minutes {self.minutes:g} expected {self.expected_said(self.planned)} bits/char for "
+                f"{plural(self.planned, 'step')}")
+        if self.said_slowed:
+            said += f", {self.expected_said(steps)} for the {steps:,} that fit"
+        bpc, measured = self.expected(self.shape, steps if self.said_slowed else self.planned)
+        verdict = "" if not measured else ", within its ±" if abs(reached - bpc) <= UNCERTAINTY else ", outside its ±"
+        return f"{said}, and reached {reached:.3f}{verdict}"
 
     def left_said(self):
         """The time left against the budget, for the progress line. Example: "1 min 10 s left of 3 min 00 s"."""

@@ -10,6 +10,7 @@ losses.png, every file whole or not at all (files.py).
 
 import collections
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -25,7 +26,7 @@ from engineering.errors import InputError, os_reason, os_remedy, stdout_to_nowhe
 from engineering.files import removed_on_failure, temporary_name, write_atomically
 from engineering.parallel import sharing
 from engineering.settings import recorded
-from engineering.wording import as_path, duration, home_option
+from engineering.wording import as_path, duration, home_option, plural
 
 LOG_SECONDS = 10  # between progress lines, where stderr is not a terminal
 RATE_SECONDS = 30  # the speed and the time to go are those of about the last RATE_SECONDS of steps
@@ -36,7 +37,7 @@ class Run:
     """Where a run writes, and what it has done so far: what the log saves, and a resumed run starts from."""
     folder: Path  # home/runs/<name>/
     total_steps: int
-    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters
+    corpus: dict  # what model.json records of the corpus: path, sha256, kind, characters; val_path, val_sha256
     step: int = 0  # steps taken, as the log last heard of them
     step_losses: list = field(default_factory=list)  # the training loss of every step, the first one's first
     history: list = field(default_factory=list)  # one entry per validation: step, train_loss, val_loss, val_bpc
@@ -68,7 +69,8 @@ class Run:
     def save_progress(self, params, opt, settings):
         """The resume state (weights, AdamW's moments, where training stands), then losses.csv and .png."""
         progress = {"step": self.step, "total_steps": self.total_steps, "done": self.done, "settings": recorded(settings),
-                    "corpus_sha256": self.corpus["sha256"], "step_losses": self.step_losses, "history": self.history}
+                    "corpus_sha256": self.corpus["sha256"], "val_sha256": self.corpus.get("val_sha256"),
+                    "step_losses": self.step_losses, "history": self.history}
         with self.saving():
             checkpoint.save_resume_state(self.folder, params, opt.state(), progress)
             self.state_step = self.step
@@ -117,6 +119,8 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
     saved weights and AdamW state put into params and opt. budget: its time (planner.Budget), if any."""
     info = {"path": str(corpus.path), "sha256": checkpoint.sha256_of(corpus.path), "kind": corpus.kind,
             "characters": len(corpus.train_text) + len(corpus.val_text), "validation_characters": len(corpus.val_text)}
+    if corpus.val_path:  # --val_path: the held-out text, a file of its own, checked at a resume as the corpus is
+        info.update(val_path=str(corpus.val_path), val_sha256=checkpoint.sha256_of(corpus.val_path))
     if resume_from is None:
         given = name is not None
         name = name if given else runs.default_run_name(corpus.path, datetime.now(timezone.utc))
@@ -124,13 +128,10 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
     state = checkpoint.load_resume_state(resume_from, cfg)
     if state is None:  # it saved its model, and no state to resume from: its steps are taken again
         return restarted(Path(resume_from), total_steps, info, corpus.path)
-    saved_params, opt_state, progress = state
-    if progress["corpus_sha256"] != info["sha256"]:
-        raise InputError(f"the corpus {corpus.path} changed since the run {resume_from.name} was interrupted; "
-                         f"start a new run without --resume")
+    saved_params, opt_state, progress = state  # its corpus and held-out text were checked before the tokenizer
     if total_steps <= progress["step"]:
-        raise InputError(f"the run {resume_from.name} has taken {progress['step']:,} steps, and these settings give it "
-                         f"{total_steps:,}: give a larger --max_steps or --epochs to train it further")
+        raise InputError(f"the run {resume_from.name} has taken {plural(progress['step'], 'step')}, and these "
+                         f"settings give it {total_steps:,}: give a larger --max_steps or --epochs to train it further")
     for key in params:
         params[key][...] = saved_params[key]
     try:
@@ -142,9 +143,9 @@ def start(settings, corpus, cfg, total_steps, resume_from, name, params, opt, bu
     best = run.best()
     run.model_step = best and best["step"]
     if best is not None and 0 < settings.patience <= len(run.history) - 1 - run.history.index(best):
-        raise InputError(f"the run {resume_from.name} stopped because {settings.patience} validations in a row did "
-                         f"not beat its best; resume it with a larger --patience, or --patience 0 to let it run to "
-                         f"the end")
+        raise InputError(f"the run {resume_from.name} stopped because {plural(settings.patience, 'validation')} "
+                         f"in a row did not beat its best; resume it with a larger --patience, or --patience 0 to let "
+                         f"it run to the end")
     stretched = "" if total_steps == progress["total_steps"] else \
         f" (it was to take {progress['total_steps']:,}: the learning rate follows the cosine of the new length)"
     print(f"resuming the run {resume_from.name} at step {progress['step']:,} of {total_steps:,}{stretched}")
@@ -164,6 +165,19 @@ def restarted(folder, total_steps, info, corpus_path):
     print(f"resuming the run {folder.name} from its first step: it saved its model but no state to resume from, so "
           f"its steps are taken again (the same seed takes the same steps)")
     return Run(folder, total_steps, info, model_step=best if type(best) is int else None)
+def check_texts(resume_from, corpus):
+    """Before the tokenizer, which other texts would change: a run is resumed on the corpus it was trained on, and on
+    its held-out text (--val_path), the same bytes, as resume.json records their sha256 (a run that saved no resume
+    state is taken up from its first step by restarted, which checks its corpus against model.json)."""
+    if not checkpoint.current_record(Path(resume_from), "resume.json", checkpoint.RESUME_FILES).is_file():
+        return
+    progress = checkpoint.read_progress(resume_from)
+    if progress.get("corpus_sha256") != checkpoint.sha256_of(corpus.path):
+        raise InputError(f"the corpus {corpus.path} changed since the run {Path(resume_from).name} was interrupted; "
+                         f"start a new run without --resume")
+    if progress.get("val_sha256") != (corpus.val_path and checkpoint.sha256_of(corpus.val_path)):
+        raise InputError(f"the held-out text {corpus.val_path} changed since the run {Path(resume_from).name} was "
+                         f"interrupted; start a new run without --resume")
 
 
 # --- the door -----------------------------------------------------------------------------------
@@ -193,8 +207,11 @@ class RunLog:
                 checkpoint.save_model(run.folder, self.params, self.cfg, self.tokenizer,
                                       run.model_meta(self.settings, self.slices))
                 run.model_step = step
-        self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f}  val {entry['val_loss']:.4f}  "
-                            f"({entry['val_bpc']:.3f} bits/char){'  best, saved' if is_best else ''}\n"
+        since = run.history[-2]["step"] if len(run.history) > 1 else 0
+        # the mean of the steps' losses: losses.csv has each step's own, one batch's
+        self.progress.write(f"step {step:>6,}: train {entry['train_loss']:.4f} (mean of steps {since + 1:,} to "
+                            f"{step:,})  val {entry['val_loss']:.4f}  ({entry['val_bpc']:.3f} bits/char)"
+                            f"{'  best, saved' if is_best else ''}\n"
                             f"              sample: {sample!r}")
         run.save_progress(self.params, self.opt, self.settings)
         if run.budget:
@@ -202,14 +219,24 @@ class RunLog:
 
     def out_of_time(self):
         """--minutes: whether the time planned for the steps holds no other one (planner.Budget)."""
-        return bool(self.run.budget) and self.run.budget.out_of_time()
+        spent = bool(self.run.budget) and self.run.budget.out_of_time()
+        if spent:
+            self.say_slowed(self.run.step)  # the run's last step, where the time ends it before its plan's
+        return spent
 
     def steps_that_fit(self, step, total_steps):
         """--minutes: the run's last step, fitted at a validation to the pace it has kept; else total_steps."""
         if self.run.budget:
             total_steps = self.run.budget.steps_that_fit(step, total_steps, self.settings.eval_interval)
             self.run.total_steps = self.progress.total = total_steps
+            self.say_slowed(total_steps)
         return total_steps
+
+    def say_slowed(self, steps):
+        """--minutes: once a run, that the steps that fit fell well below the plan's (planner.Budget.slowed)."""
+        said = self.run.budget.slowed(steps)
+        if said:
+            self.progress.write(said)
 
     def stop_asked(self):
         """Whether Ctrl-C was pressed: the loop then ends after its step, and the log saves the state to resume."""
@@ -261,14 +288,25 @@ def finishing(run):
 
 
 def stopped_by_ctrl_c(run, settings):
-    """Say on stderr, and in a log where stdout is one, that the run was interrupted and how to resume it; exit 130."""
+    """Say once that the run was interrupted and how to resume it: on stderr, and in a log where stdout is one of
+    its own (`> log`, `| tee log`), not the file stderr writes to as well (`> log 2>&1`); exit 130."""
     said = (f"interrupted after step {run.step:,} of {run.total_steps:,}; the state is saved in {run.folder}/. "
             f"Resume with: python train.py --resume {run.folder.name}{home_option(settings.checkpoint)}\n"
             f"{run.where_the_model_is()}")
     print(said, file=sys.stderr, flush=True)  # the Ctrl-C stops the tee of `| tee log` too
-    if not sys.stdout.isatty():
+    if not sys.stdout.isatty() and not same_file(sys.stdout, sys.stderr):
         print_out(f"\n{said}")
     raise SystemExit(130)
+
+
+def same_file(one, other):
+    """Whether two streams write to one file or pipe (`2>&1`); a stream with no file of its own (io.StringIO) is
+    the same only as itself."""
+    try:
+        first, second = os.fstat(one.fileno()), os.fstat(other.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return one is other
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 # --- losses.csv and losses.png ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 from engineering.errors import InputError
+from engineering.wording import plural
 from transformer import ModelConfig
 
 
@@ -123,7 +124,8 @@ def check(s, recipes):
         (s.processes >= 0, f"processes must be 0 (this process's threads, as many as pay), 1 (this thread alone) or "
                            f"more, got {s.processes}"),
         (s.processes <= most_processes, f"processes must be at most {most_processes}, {PROCESSES_PER_CORE} for each "
-                                        f"of this machine's {cores()} cores, got {s.processes}; 0 chooses for you"),
+                                        f"of this machine's {plural(cores(), 'core')}, got {s.processes}; 0 chooses "
+                                        f"for you"),
         (s.minutes == 0 or FEWEST_MINUTES <= s.minutes <= MOST_MINUTES,  # NaN and inf fail here too
          f"minutes must be 0 (off) or from {FEWEST_MINUTES} to {MOST_MINUTES:,} (a week), got {s.minutes}"),
         (not (s.minutes and s.init_from), "--minutes plans a model trained from scratch; to fine-tune a GPT-2 "

@@ -42,6 +42,15 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: (part(item), MATH_FIRST.index(item.path.name) if part(item) == 0 else 0))
 
 
+# PyTorch: the checks against it skip with this one reason where it is not installed
+NO_TORCH = "PyTorch is not installed: pip install torch==2.13.0 to run the checks against PyTorch"
+
+
+def torch_or_skip():
+    """The torch module, or the calling test (or module) skipped with NO_TORCH."""
+    return pytest.importorskip("torch", reason=NO_TORCH)
+
+
 # --- the tiny model of the gradient checks ------------------------------------------------------
 
 @pytest.fixture

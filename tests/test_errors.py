@@ -22,6 +22,7 @@ from engineering import parallel, settings
 from engineering.corpus import corpus_file, read_text
 from engineering.parallel import cores
 from engineering.errors import InputError, run_script
+from engineering.wording import plural
 import train
 import transformer
 
@@ -110,7 +111,7 @@ def default_run(tmp_path):
 # --- a setting past what a machine can do, a corpus that is a folder or not UTF-8 -------------------------
 
 @pytest.mark.parametrize("given, said", [
-    (["--processes", "999"], f"processes must be at most {2 * cores()}, 2 for each of this machine's {cores()} cores, "
+    (["--processes", "999"], f"processes must be at most {2 * cores()}, 2 for each of this machine's {plural(cores(), 'core')}, "
                              f"got 999; 0 chooses for you"),
     (["--max_steps", "99999999999999999999999"], "max_steps must be at most 10,000,000 (hours of training even for "
                                                  "the default model), got 99,999,999,999,999,999,999,999"),

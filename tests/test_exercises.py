@@ -458,7 +458,15 @@ MISTAKES = {
 }
 
 
-@pytest.mark.parametrize("mistake", MISTAKES)
+def mistakes(names):
+    """The mistakes as test cases: the softmax shifted by the largest of all divides 0 by 0 on purpose, so NumPy's
+    warning of it, from the learner's file, is expected there rather than let into the run's summary."""
+    nan_on_purpose = pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")
+    return [pytest.param(name, marks=nan_on_purpose) if name == "softmax shifted by the largest of all" else name
+            for name in names]
+
+
+@pytest.mark.parametrize("mistake", mistakes(MISTAKES))
 def test_a_wrong_function_fails_on_the_rows_it_gets_wrong_with_a_hint_only_where_the_numbers_show_it(
         mistake, tmp_path, capsys):
     name, source, wrong, hinted = MISTAKES[mistake]
@@ -621,7 +629,7 @@ ON_THE_PAGE = ["embedding with += on repeated ids", "linear, db over one axis",
                "merge_pair merging overlaps twice"]
 
 
-@pytest.mark.parametrize("mistake", ON_THE_PAGE)
+@pytest.mark.parametrize("mistake", mistakes(ON_THE_PAGE))
 def test_the_page_shows_the_table_each_mistake_gives(mistake, tmp_path, capsys):
     name, source, *_ = MISTAKES[mistake]
     _, out, _ = judged_file(name, source, tmp_path, capsys)

@@ -125,3 +125,12 @@ def test_importing_a_script_loads_a_few_modules_and_no_pandas(module, at_most):
 
 def test_the_package_names_config_pys_home():
     assert wording.HOME == Path(config.checkpoint)
+
+
+def test_every_test_that_needs_pytorch_skips_with_the_one_reason():
+    # conftest.torch_or_skip says it; a test that asks for torch by itself would say it another way
+    asking = {path.name for path in (REPO / "tests").glob("*.py")
+              if any(call in path.read_text(encoding="utf-8") for call in ('importorskip("torch"', "import torch\n"))}
+    # conftest says it, torch_gpt.py is imported after it, and this test names what it looks for
+    assert asking <= {"conftest.py", "torch_gpt.py", Path(__file__).name}, \
+        f"ask for PyTorch with conftest.torch_or_skip(): {sorted(asking)}"

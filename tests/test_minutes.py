@@ -7,6 +7,7 @@ A step is one call of loss_and_grads there: the batch is not shared by threads (
 """
 
 import json
+import math
 import re
 import types
 
@@ -95,6 +96,18 @@ def test_the_planner_times_a_step_as_its_run_will_take_it(fake_clock, monkeypatc
     assert set(rows) == {12 // threads}
 
 
+def test_the_candidates_are_timed_in_turn_so_that_a_load_that_passes_weighs_on_each_alike(fake_clock, monkeypatch):
+    # the machine runs 4 times slower for the first 1.5 s of the timing: timed one after the other, the small model
+    # would have all its steps in that spell (0.04 s); in rounds, each has a few of its steps there and most after
+    monkeypatch.setattr(planner, "SHAPES", SHAPES)
+    monkeypatch.setattr(planner, "TABLE", TABLE)
+    busy_at_first = lambda cfg, call: PACE[cfg.emb_dim] * (4 if fake_clock.now < 1.5 else 1)  # noqa: E731
+    budget = planner.Budget(1)
+    budget.plan(tiny_settings("home", "corpus.txt"), corpus_of("the cat sat on the mat. " * 50), set(), {},
+                paced(fake_clock, busy_at_first, computed=False))
+    assert budget.timed == {"small": pytest.approx(0.01), "large": pytest.approx(0.1)}  # the medians
+
+
 def test_the_merges_follow_the_texts_length_and_typed_settings_are_kept(fake_clock):
     settings = tiny_settings("home", "corpus.txt", batch_size=4)
     budget = planner.Budget(5)
@@ -164,6 +177,34 @@ def test_a_run_whose_steps_slow_down_stops_at_its_budget(tmp_path, corpus, monke
     else:
         assert last_step == total_steps and "stopped" not in said
     assert runs.summarize(folder).state() == "finished"
+
+
+def test_a_machine_slowed_under_the_run_is_said_once_with_the_steps_and_bits_per_char_now(tmp_path, corpus,
+                                                                                          monkeypatch, fake_clock,
+                                                                                          capsys):
+    # the tiny shape measured by a table of this test's own (3.0 bits/char at 100 steps, 2.5 at 1,000: 3.0 - 0.5
+    # log10(steps / 100)) on a text like the table's; timed at 0.125 s a step (after an untimed one), then 4 times
+    # slower as soon as the timing is done: the first validation finds a quarter of the plan's steps fit
+    monkeypatch.setattr(planner, "SHAPES", {"tiny": {name: TINY[name] for name in planner.SHAPE_SETTINGS}})
+    monkeypatch.setattr(planner, "TABLE", {"tiny": [(100, 3.0), (1000, 2.5)]})
+    monkeypatch.setattr(planner, "TEXT_K", 0.0)
+    monkeypatch.setattr(planner, "MEASURED_TEXTS", 0)
+    folder, taken = tiny_budget_run(tmp_path, corpus, monkeypatch, fake_clock,
+                                    lambda call: 0.125 if fake_clock.now < 0.125 + planner.TIMING_SECONDS else 0.5)
+    said = capsys.readouterr().out
+    planned, last_step = planned_steps(said), taken[-1][0]
+    slowed = [line for line in said.splitlines() if "slower" in line]
+    assert len(slowed) == 1, said
+    by_the_table = lambda steps: f"{3.0 - 0.5 * math.log10(steps / 100):.2f} ± 0.15"  # noqa: E731
+    assert slowed[0] == (f"minutes 1: this machine runs 4.0 times slower than when it was timed (0.500 s a step, not "
+                         f"0.125 s): {last_step} steps fit now, of the {planned} planned; expects "
+                         f"{by_the_table(last_step)} bits/char now")
+    best = checkpoint.read_record(folder / "model.json")["history"]
+    reached = min(best, key=lambda entry: entry["val_loss"])["val_bpc"]
+    assert said.splitlines()[-1].endswith(
+        f"; --minutes 1 expected {by_the_table(planned)} bits/char for {planned} steps, {by_the_table(last_step)} "
+        f"for the {last_step} that fit, and reached {reached:.3f}, outside its ±. Its model is in {folder}/: "
+        f"python talk.py --checkpoint {folder}")
 
 
 def test_bad_minutes_are_one_line(tmp_path, corpus):

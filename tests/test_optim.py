@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from conftest import torch_or_skip
 import config
 from transformer import CHUNK, Adam, clip_grad_norm, lr_schedule
 from transformer import flat_buffer, loss_and_grads, pack, zeros_like
@@ -75,7 +76,7 @@ def test_first_adam_step_moves_each_entry_by_lr_times_sign_of_gradient():
 
 
 def test_adamw_matches_torch_over_several_steps(tiny_cfg, tiny_params, tiny_batch):
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch==2.13.0")
+    torch = torch_or_skip()
     import torch_gpt
     params = pack(tiny_params)
     tparams = torch_gpt.to_torch(params)

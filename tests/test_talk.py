@@ -82,7 +82,7 @@ def test_len_caps_the_continuation_at_that_many_tokens(tiny_checkpoint):
     result = run_talk(tiny_checkpoint, f"/temp 0\n/len 1\n{prompt}\n/len 3\n{prompt}\n", "--full")
     assert result.returncode == 0, result.stderr
     one, three = greedy_text(tiny_checkpoint, prompt, 1), greedy_text(tiny_checkpoint, prompt, 3)
-    assert result.stdout.split("\n", BANNER_LINES)[-1] == (f"{GREEDY}\n{GREEDY.replace('50', '1')}\n{one}\n"
+    assert result.stdout.split("\n", BANNER_LINES)[-1] == (f"{GREEDY}\n{GREEDY.replace('50 new tokens', '1 new token')}\n{one}\n"
                                                           f"{GREEDY.replace('50', '3')}\n{three}\n")
     assert len(prompt) < len(one) < len(three)
 

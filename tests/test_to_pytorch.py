@@ -5,9 +5,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch to run this test")
+from conftest import REPO, torch_or_skip
 
-from conftest import REPO  # noqa: E402
+torch = torch_or_skip()
+
 from engineering.checkpoint import save_model, shape_record  # noqa: E402
 from tokenizer import BPETokenizer  # noqa: E402
 from transformer import ModelConfig, forward, init_params, param_shapes  # noqa: E402

@@ -4,7 +4,9 @@ each of today's options on its own and all of them together."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install torch==2.13.0 to run the parity test")
+from conftest import torch_or_skip
+
+torch = torch_or_skip()
 import torch_gpt  # noqa: E402  (needs torch)
 
 from transformer import ModelConfig, forward, init_params, loss_and_grads  # noqa: E402

@@ -85,6 +85,8 @@ def test_txt_split_at_its_edges():
     for text, val_fraction in (("abc", 0.9), ("abc", 0.0)):  # no line start: the cut at 0, or at the very end
         with pytest.raises(ValueError, match="3 characters cannot be split into training and validation text"):
             split_text(text, val_fraction)
+    with pytest.raises(ValueError, match="^1 character cannot be split"):  # one, not "1 characters"
+        split_text("a", 0.5)
 
 
 def test_txt_corpus_trains_on_the_start_and_validates_on_the_end(tmp_path):
@@ -1105,3 +1107,31 @@ def test_list_stars_only_the_latest_finished_run(home):
     assert "*" not in table.split("\n", 1)[1] and re.search(r"^ +model-only +.* interrupted ", table, re.M)
     assert "no run is finished yet: without --checkpoint, talk.py reads model-only, the latest run with a whole " \
            "model" in table
+
+
+@pytest.mark.parametrize("log", ["> log 2>&1", "> log 2> err"])
+def test_ctrl_c_says_interrupted_once_in_each_file(tmp_path, monkeypatch, log):
+    # `> log 2>&1`: stdout and stderr are one file, which holds the line once; `> log 2> err`: each file holds it
+    run = run_log.Run(tmp_path / "ck" / "runs" / "cut", total_steps=100, corpus={}, step=69)
+    settings = types.SimpleNamespace(checkpoint=tmp_path / "ck")
+    with open(tmp_path / "log", "w") as out, open(tmp_path / "err", "w") as err:
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", out if log == "> log 2>&1" else err)
+        with pytest.raises(SystemExit) as stop:
+            run_log.stopped_by_ctrl_c(run, settings)
+        monkeypatch.undo()
+    assert stop.value.code == 130
+    said = {name: (tmp_path / name).read_text().count("interrupted after step 69 of 100") for name in ("log", "err")}
+    assert said == ({"log": 1, "err": 0} if log == "> log 2>&1" else {"log": 1, "err": 1})
+
+
+def test_a_validations_line_names_its_training_loss_the_mean_of_the_steps_that_losses_csv_holds(tmp_path, corpus):
+    # losses.csv has each step's loss, one batch's; the line says the mean of the steps since the last validation
+    result = run_main("train.py", *tiny_args(tmp_path / "ck", corpus, max_steps=20, eval_interval=10))
+    assert result.returncode == 0, result.stderr
+    said = re.findall(r"step +(\d+): train (\d\.\d{4}) \(mean of steps (\d+) to (\d+)\)", result.stdout)
+    assert [(step, first, last) for step, _, first, last in said] == [("10", "1", "10"), ("20", "11", "20")]
+    table = run_log.read_losses(run_folder(tmp_path / "ck"))
+    for step, mean, first, _ in said:
+        rows = table[(table["step"] >= int(first)) & (table["step"] <= int(step))]
+        assert float(mean) == pytest.approx(rows["train_loss"].mean(), abs=5e-5)
