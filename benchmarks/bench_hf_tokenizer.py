@@ -16,20 +16,18 @@ the median of REPEATS runs, and only their ratios mean anything beyond this mach
 import csv
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ["TOKENIZERS_PARALLELISM"] = "false"  # before tokenizers is imported
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "benchmarks")]
 import tiny_tokenizers  # noqa: E402
+from bench_tokenizer import REPEATS, median_seconds  # noqa: E402
 from engineering import hf_tokenizer  # noqa: E402
 
 TEXT_CHARS = 1_000_000
 VOCAB_SIZE = 8000
-REPEATS = 3
 
 
 def one_megabyte():
@@ -37,16 +35,6 @@ def one_megabyte():
         rows = [row["text"] for row in csv.DictReader(f)]
     block = "\n".join(rows) + "\n" + tiny_tokenizers.TRAINING_TEXT + "\n"
     return (block * (TEXT_CHARS // len(block) + 1))[:TEXT_CHARS]
-
-
-def median_seconds(work):
-    """The median wall time of REPEATS calls of work(), and its last result."""
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def main():
