@@ -10,6 +10,8 @@ lab.py, config.py, gradcheck.py); this package holds the rest, each module one j
     checkpoint.py       a run's files: the model saved and loaded, the state to resume from, every file checked
     tokenizer_files.py  a tokenizer's file written and read back, every field checked
     gpt2.py             a Hugging Face GPT-2 folder read as the project's own model
+    hf_tokenizer.py     a tokenizer.json read, encoding as `tokenizers` does; the project's written as one
+    chat_template.py    a tokenizer_config.json's chat template rendered as transformers renders it
     prompting.py        what generate.py and talk.py share: the model they read, the prompt in, the reply out
     lab_server.py       lab.py's server: its rules on this machine, a request's fields read defensively; lab/ its page
     lab_models.py       the models the lab answers with, read again when their files change

@@ -1,21 +1,25 @@
 """A tokenizer's file, a run's model.tok.json: written, and read back with every field checked.
 
-A run saves one of two tokenizers (tokenizer.py): the project's character-level BPE, as its alphabet
-and its merges of ids, or, for a run fine-tuned from GPT-2, GPT-2's byte-level BPE, as its
-vocabulary and its merges of token texts. The file's "format" says which. Loading checks every
-field, so that a damaged or foreign file is one line saying what is wrong and what to do.
+A run saves one of three tokenizers: the project's character-level BPE (tokenizer.py), as its alphabet
+and its merges of ids; for a run fine-tuned from GPT-2, GPT-2's byte-level BPE, as its vocabulary and
+its merges of token texts; for a run fine-tuned from a folder with a tokenizer.json (SmolLM2, Qwen3),
+that file's object and what the project keeps of its tokenizer_config.json, the chat template and the
+named special tokens (hf_tokenizer.py). The file's "format" says which. Loading checks every field,
+so that a damaged or foreign file is one line saying what is wrong and what to do.
 GPT-2's own vocab.json and merges.txt are read by gpt2.py, with the same checks (vocab_problem,
 merge_problem).
 """
 
 import json
 
+from engineering import hf_tokenizer
 from engineering.errors import InputError
 from engineering.files import read_json
 from tokenizer import BPETokenizer, ByteLevelBPE, byte_stand_ins
 
 FORMAT = "numpy-gpt-bpe"  # the project's BPE
 GPT2_FORMAT = "numpy-gpt-gpt2-bpe"  # GPT-2's, in a run fine-tuned from it
+HF_FORMAT = "numpy-gpt-hf-tokenizer"  # a tokenizer.json's, in a run fine-tuned from a SmolLM2 or Qwen3 folder
 VERSION = 1
 RETRAIN = "retrain the tokenizer with `python train.py`"
 
@@ -26,6 +30,9 @@ def to_bytes(tokenizer):
     if isinstance(tokenizer, ByteLevelBPE):
         data = {"format": GPT2_FORMAT, "version": VERSION, "vocab": tokenizer.vocab,
                 "merges": [list(pair) for pair in tokenizer.merges]}
+    elif isinstance(tokenizer, hf_tokenizer.HFTokenizer):
+        data = {"format": HF_FORMAT, "version": VERSION, "tokenizer_json": tokenizer.file,
+                "settings": tokenizer.settings}
     else:
         data = {"format": FORMAT, "version": VERSION, "alphabet": tokenizer.alphabet,
                 "merges": [list(pair) for pair in tokenizer.merges]}
@@ -33,7 +40,7 @@ def to_bytes(tokenizer):
 
 
 def load(path):
-    """The tokenizer a model.tok.json holds, of either format; InputError saying what is wrong with it."""
+    """The tokenizer a model.tok.json holds, of any of the three formats; InputError saying what is wrong with it."""
     try:
         data = read_json(path, lambda why: InputError(f"{path} is {why}, so it may be truncated or corrupt; "
                                                        f"{RETRAIN}"))
@@ -41,6 +48,8 @@ def load(path):
         raise FileNotFoundError(f"there is no tokenizer file at {path}; {RETRAIN}") from None
     if isinstance(data, dict) and data.get("format") == GPT2_FORMAT:
         return gpt2_tokenizer(data, path)
+    if isinstance(data, dict) and data.get("format") == HF_FORMAT:
+        return hf_tokenizer_of(data, path)
     problem = file_problem(data)
     if problem:
         raise InputError(f"{path} {problem}; {RETRAIN}")
@@ -55,6 +64,22 @@ def gpt2_tokenizer(data, path):
         raise InputError(f"{path} is damaged ({problem or 'its merges are not pairs'}): restore it from a copy, "
                          f"or delete its run ({path.parent}/) and train again")
     return ByteLevelBPE(vocab, merges)
+
+
+def hf_tokenizer_of(data, path):
+    """The HFTokenizer in the contents of a model.tok.json of HF_FORMAT, every field of its tokenizer.json and
+    settings checked as reading a folder checks them; InputError naming path."""
+    restore = f"restore it from a copy, or delete its run ({path.parent}/) and train again"
+    file, settings = data.get("tokenizer_json"), data.get("settings")
+    if type(data.get("version")) is not int or data["version"] != VERSION:
+        raise InputError(f"{path} has version {data.get('version')!r}, but this code reads version {VERSION}; "
+                         f"{restore}")
+    if not isinstance(file, dict) or not isinstance(settings, dict):
+        raise InputError(f"{path} is damaged (it lacks its tokenizer.json object or its settings): {restore}")
+    unknown = sorted(set(settings) - {"chat_template", *hf_tokenizer.SPECIAL_TOKEN_NAMES})
+    if unknown:
+        raise InputError(f"{path} is damaged (its settings hold {unknown[0]!r}, no setting of a tokenizer): {restore}")
+    return hf_tokenizer.from_json(file, settings, path, restore)
 
 
 # --- the project's BPE ---------------------------------------------------------------------------
